@@ -1,0 +1,20 @@
+import type { Writable } from 'node:stream';
+
+export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';
+
+/**
+ * What a command may touch of the outside world. Only `cli.ts` builds the real one from
+ * `process`; tests pass captured streams and their own env.
+ */
+export interface CommandIo {
+  stdout: Writable;
+  stderr: Writable;
+  env: NodeJS.ProcessEnv;
+  /** Registers a signal handler; the command decides what the signal means. */
+  onSignal(signal: Signal, handler: () => void): void;
+}
+
+/** Exit codes of every command. */
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;

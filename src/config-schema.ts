@@ -1,0 +1,146 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+/**
+ * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
+ * README configuration table (a test checks the README against this file) and `check-config`.
+ * `x-env` names the environment variable that overrides a key; `x-secret` marks values that are
+ * redacted wherever the config is printed.
+ */
+const env = (name: string) => ({ 'x-env': name });
+const secret = { 'x-secret': true };
+
+const Port = (def: number, envName: string, description: string) =>
+  Type.Integer({ minimum: 0, maximum: 65535, default: def, description, ...env(envName) });
+
+const Listener = (port: number, portEnv: string, what: string) =>
+  Type.Object(
+    {
+      host: Type.String({ minLength: 1, default: '127.0.0.1', description: `Address the ${what} listener binds to.` }),
+      port: Port(port, portEnv, `TCP port of the ${what} listener (0 picks a free port).`),
+    },
+    { additionalProperties: false, default: {} },
+  );
+
+export const AttachmentSchema = Type.Object(
+  {
+    in: Type.Union([Type.Literal('header'), Type.Literal('query'), Type.Literal('cookie')], {
+      description: 'Where the value goes: a request header, a query parameter or a cookie.',
+    }),
+    name: Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.' }),
+    value: Type.String({
+      maxLength: 8192,
+      description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const DEFAULT_ATTACH = [
+  { in: 'header' as const, name: 'Authorization', value: 'Bearer {token}' },
+  { in: 'header' as const, name: 'ApiKey', value: '{apiKey}' },
+];
+
+const Cidrs = (def: string[], description: string) =>
+  Type.Array(Type.String({ minLength: 1 }), { default: def, description });
+
+export const LocalizationSchema = Type.Object(
+  {
+    baseUrl: Type.String({ minLength: 1, description: 'Address of the Weblate-style localization server.', ...env('B2B_L10N_BASE_URL') }),
+    caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file) for the localization server, added to the system roots.' })),
+    allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// localization baseUrl (tests only).' }),
+    token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', ...env('B2B_L10N_TOKEN'), ...secret })),
+    tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE') })),
+    pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
+    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/component/language) exported as metrics.' }),
+    pollIntervalSeconds: Type.Number({ minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
+    timeoutMs: Type.Integer({ minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    listen: Listener(8080, 'B2B_LISTEN_PORT', 'proxy (plain HTTP)'),
+    admin: Type.Object(
+      {
+        host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address the admin listener (/metrics, /healthz, /readyz) binds to.' }),
+        port: Port(9464, 'B2B_ADMIN_PORT', 'TCP port of the admin listener (0 picks a free port).'),
+        allow: Cidrs(['0.0.0.0/0', '::/0'], 'Source addresses or CIDRs allowed on the admin listener (default: any, so Prometheus can scrape).'),
+        allowShutdown: Type.Boolean({ default: false, description: 'Serve POST /shutdown, which starts a graceful drain (for Kubernetes Jobs).' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    service: Type.Object(
+      {
+        baseUrl: Type.String({ minLength: 1, description: 'Base address of the B2B service ({base_url}); the token operation is {baseUrl}/pub/b2b/v1/auth/gentoken.', ...env('B2B_BASE_URL') }),
+        caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file), added to the system roots.', ...env('B2B_CA_FILE') })),
+        allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// baseUrl. Never in production: the token would travel in clear text.' }),
+        timeoutMs: Type.Integer({ minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504).' }),
+        tokenTimeoutMs: Type.Integer({ minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
+      },
+      { additionalProperties: false },
+    ),
+    credentials: Type.Object(
+      {
+        apiKey: Type.Optional(Type.String({ minLength: 1, description: 'The ApiKey issued by the support team.', ...env('B2B_API_KEY'), ...secret })),
+        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE') })),
+        password: Type.Optional(Type.String({ minLength: 1, description: 'The password belonging to the ApiKey.', ...env('B2B_PASSWORD'), ...secret })),
+        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE') })),
+        rkObjectId: Type.Optional(Type.String({ minLength: 1, description: 'Code of the integrator\'s object (rkObjectId), available to attach templates.', ...env('B2B_RK_OBJECT_ID') })),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    token: Type.Object(
+      {
+        renewAt: Type.Number({ exclusiveMinimum: 0, maximum: 0.9, default: 0.66, description: 'Fraction of the effective lifetime after which the token is renewed.' }),
+        maxLifetimeSeconds: Type.Number({ minimum: 2, default: 900, description: 'Effective lifetime = min(aliveSecondsTtl, this); the API requires renewal every 15 minutes.' }),
+        file: Type.Optional(Type.String({ minLength: 1, description: 'If set, the current token is written here atomically (mode 0600) on every renewal.', ...env('B2B_TOKEN_FILE') })),
+        attach: Type.Array(AttachmentSchema, { default: DEFAULT_ATTACH, description: 'How credentials are attached to every proxied request, in order; a client-sent value of the same name is removed first.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    proxy: Type.Object(
+      {
+        replayBodyLimitBytes: Type.Integer({ minimum: 0, default: 1048576, description: 'Request bodies up to this size are buffered so the request can be replayed once after an upstream 401.' }),
+        maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
+        keepAliveTimeoutMs: Type.Integer({ minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own).' }),
+        requestTimeoutMs: Type.Integer({ minimum: 1000, default: 300000, description: 'Longest time a client may take to send a whole request to the listener.' }),
+        headersTimeoutMs: Type.Integer({ minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
+        maxHeaderBytes: Type.Integer({ minimum: 1024, maximum: 1048576, default: 16384, description: 'Largest request header block accepted (→ 431).' }),
+        maxConnections: Type.Integer({ minimum: 1, default: 1024, description: 'Most simultaneous client connections on the listener.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    guard: Type.Object(
+      {
+        allow: Cidrs(['127.0.0.1/32', '::1/128'], 'Source addresses or CIDRs allowed to use the proxy listener; everything else gets 403.'),
+        trustedProxies: Cidrs([], 'Direct peers whose X-Forwarded-For is believed (rightmost untrusted address wins).'),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    shutdown: Type.Object(
+      {
+        delaySeconds: Type.Number({ minimum: 0, default: 0, description: 'After SIGTERM, keep accepting for this long (readiness is already 503) so load balancers notice.' }),
+        timeoutSeconds: Type.Number({ minimum: 0, default: 30, description: 'Then let in-flight requests finish for up to this long.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    log: Type.Object(
+      {
+        level: Type.Union(
+          ['error', 'warn', 'info', 'debug'].map((l) => Type.Literal(l)),
+          { default: 'info', description: 'Log level.', ...env('B2B_LOG_LEVEL') },
+        ),
+        requests: Type.Boolean({ default: false, description: 'Log one line per proxied request (method, route, status, duration, source; never the query).', ...env('B2B_LOG_REQUESTS') }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    localization: Type.Optional(LocalizationSchema),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+export type Attachment = Static<typeof AttachmentSchema>;
+export type LocalizationConfig = Static<typeof LocalizationSchema>;
+export type AnySchema = TSchema;

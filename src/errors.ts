@@ -1,0 +1,55 @@
+/**
+ * One error base with a stable `code` and the HTTP status a client sees (undici's UND_ERR_* style).
+ * Messages are safe to show to clients and to log: they never contain a secret.
+ */
+export class SidecarError extends Error {
+  readonly code: string;
+  readonly status: number;
+  constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+    this.status = status;
+  }
+}
+
+/** The configuration is invalid; `problems` lists each one as "key (ENV_VAR): reason". */
+export class ConfigError extends SidecarError {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super('SIDECAR_ERR_CONFIG', 500, `invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.problems = problems;
+  }
+}
+
+/** gentoken answered 401: the credentials were rejected. `serverMessage` is the server's reason. */
+export class TokenUnauthorizedError extends SidecarError {
+  readonly serverMessage: string;
+  constructor(serverMessage: string) {
+    super('SIDECAR_ERR_TOKEN_UNAUTHORIZED', 503, `credentials rejected by the auth server: ${serverMessage}`);
+    this.serverMessage = serverMessage;
+  }
+}
+
+/** A server answered, but its body is not what the API describes. `field` names the bad field. */
+export class InvalidResponseError extends SidecarError {
+  readonly field: string;
+  constructor(field: string, reason: string, options?: { cause?: unknown }) {
+    super('SIDECAR_ERR_INVALID_RESPONSE', 502, `invalid response: ${field} ${reason}`, options);
+    this.field = field;
+  }
+}
+
+/** The auth server could not be reached or failed (network, TLS, timeout, 5xx). */
+export class TokenRequestError extends SidecarError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SIDECAR_ERR_TOKEN_REQUEST', 503, message, options);
+  }
+}
+
+/** No valid token is held; `reason` is what clients and /readyz are told. */
+export class TokenUnavailableError extends SidecarError {
+  constructor(reason: string) {
+    super('SIDECAR_ERR_TOKEN_UNAVAILABLE', 503, reason);
+  }
+}

@@ -1,0 +1,105 @@
+import ipaddr from 'ipaddr.js';
+
+type Address = ipaddr.IPv4 | ipaddr.IPv6;
+type Range = [Address, number];
+
+/**
+ * Parses one `guard.allow` / `trustedProxies` entry strictly: four-part decimal IPv4 or IPv6,
+ * optionally with a prefix length, no host bits set. ipaddr.js alone accepts `127.1`,
+ * `0177.0.0.1` and `10.1/16` (PITFALLS 19), so those are rejected here.
+ * Returns the range, or a reason string.
+ */
+export function parseStrictCidr(entry: string): Range | string {
+  const text = entry.trim();
+  const [addr, prefix, extra] = text.split('/');
+  if (extra !== undefined || addr === undefined || addr === '') return 'is not an address or CIDR';
+  if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return 'has an invalid prefix length';
+  let parsed: Address;
+  if (ipaddr.IPv4.isValidFourPartDecimal(addr)) {
+    parsed = ipaddr.IPv4.parse(addr);
+  } else if (addr.includes(':') && ipaddr.IPv6.isValid(addr)) {
+    parsed = ipaddr.IPv6.parse(addr);
+  } else {
+    return 'is not a four-part decimal IPv4 or an IPv6 address';
+  }
+  const max = parsed.kind() === 'ipv4' ? 32 : 128;
+  const bits = prefix === undefined ? max : Number(prefix);
+  if (bits > max) return `has a prefix length above ${max}`;
+  const network = parsed.kind() === 'ipv4'
+    ? ipaddr.IPv4.networkAddressFromCIDR(`${parsed.toString()}/${bits}`)
+    : ipaddr.IPv6.networkAddressFromCIDR(`${parsed.toString()}/${bits}`);
+  if (network.toString() !== parsed.toString()) {
+    return `has host bits set (did you mean ${network.toString()}/${bits}?)`;
+  }
+  return [parsed, bits];
+}
+
+/** Compiles a list once; the returned predicate is what runs per connection. Fails closed. */
+export function compileRanges(entries: readonly string[]): (addr: Address) => boolean {
+  const v4: Range[] = [];
+  const v6: Range[] = [];
+  for (const entry of entries) {
+    const range = parseStrictCidr(entry);
+    if (typeof range === 'string') throw new Error(`${entry} ${range}`);
+    (range[0].kind() === 'ipv4' ? v4 : v6).push(range);
+  }
+  return (addr) => {
+    const list = addr.kind() === 'ipv4' ? v4 : v6;
+    for (const range of list) if (addr.match(range)) return true;
+    return false;
+  };
+}
+
+/** Parses a peer or forwarded address; IPv4-mapped IPv6 becomes IPv4 (PITFALLS 18). */
+export function parsePeer(text: string | undefined): Address | undefined {
+  if (typeof text !== 'string' || text.length === 0 || text.length > 64) return undefined;
+  try {
+    if (!ipaddr.isValid(text)) return undefined;
+    // Forwarded headers are attacker-controlled: only accept canonical IPv4 spellings.
+    if (!text.includes(':') && !ipaddr.IPv4.isValidFourPartDecimal(text)) return undefined;
+    return ipaddr.process(text);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface IpGuard {
+  /** The client address to judge, or undefined when it cannot be determined (→ deny). */
+  clientAddress(peer: string | undefined, forwardedFor: string | string[] | undefined): string | undefined;
+  /** Whether `client` (as returned by clientAddress) may use the listener. */
+  allows(client: string | undefined): boolean;
+  /** True when X-Forwarded-For is never consulted, so a decision can be cached per connection. */
+  readonly peerOnly: boolean;
+}
+
+/**
+ * Source-address guard. Only when the direct peer is a trusted proxy is X-Forwarded-For read,
+ * and then the rightmost address that is not itself a trusted proxy is the client (proxy-addr's
+ * rule). Anything unparsable is denied.
+ */
+export function compileIpGuard(allow: readonly string[], trustedProxies: readonly string[] = []): IpGuard {
+  const allowed = compileRanges(allow);
+  const trusted = compileRanges(trustedProxies);
+  const peerOnly = trustedProxies.length === 0;
+  return {
+    peerOnly,
+    clientAddress(peer, forwardedFor) {
+      const peerAddr = parsePeer(peer);
+      if (!peerAddr) return undefined;
+      if (peerOnly || !trusted(peerAddr) || forwardedFor === undefined) return peerAddr.toString();
+      const hops = (Array.isArray(forwardedFor) ? forwardedFor.join(',') : forwardedFor).split(',');
+      let client: Address = peerAddr;
+      for (let i = hops.length - 1; i >= 0; i--) {
+        const hop = parsePeer(hops[i]!.trim());
+        if (!hop) return undefined;
+        client = hop;
+        if (!trusted(hop)) break;
+      }
+      return client.toString();
+    },
+    allows(client) {
+      const addr = parsePeer(client);
+      return addr !== undefined && allowed(addr);
+    },
+  };
+}
