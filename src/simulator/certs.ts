@@ -1,8 +1,11 @@
 import 'reflect-metadata'; // @peculiar/x509's dependency injection needs it loaded first
 import { webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+
+type CryptoKey = webcrypto.CryptoKey;
+type CryptoKeyPair = webcrypto.CryptoKeyPair;
 import * as x509 from '@peculiar/x509';
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+x509.cryptoProvider.set(webcrypto as unknown as Parameters<typeof x509.cryptoProvider.set>[0]);
 
 /** A private CA and a server certificate it signed, all PEM. */
 export interface TlsMaterial {
