@@ -1,0 +1,123 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
+export type RefreshResult = 'success' | 'unauthorized' | 'error';
+/** Configured route names; the only values the `route` label can take (never a raw path). */
+export type RouteName = 'service' | 'localization';
+
+/** Token state read at scrape time, so the gauges are always current. */
+export interface TokenGauges { ageSeconds: number; expiresInSeconds: number; valid: boolean }
+
+/** Typed handles for everything the sidecar records; label values cannot be chosen by clients. */
+export interface Metrics {
+  tokenRefreshed(result: RefreshResult, seconds: number): void;
+  upstreamUnauthorized(): void;
+  guardDenied(): void;
+  requestStarted(): void;
+  /** Called once per proxied request when response headers are known (hot path: no allocation after warm-up). */
+  responseStarted(route: RouteName, method: string, code: number, seconds: number): void;
+  requestEnded(): void;
+}
+
+const PREFIX = 'b2b_sidecar_';
+const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
+/** Anything else becomes OTHER, so a client inventing methods cannot create series (PITFALLS 25). */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'] as const;
+const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
+const OTHER_METHOD = METHODS.length - 1;
+/** From a cached loopback answer (1 ms) to the longest upstream deadline worth telling apart (30 s). */
+const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The one place a Prometheus registry is built: one per sidecar, never prom-client's global one. */
+export function createRegistry(): Registry {
+  return new Registry();
+}
+
+/**
+ * Registers the sidecar's metrics (names fixed by issue 4) and prom-client's default process
+ * metrics on `registry`. Call once per registry; a second call throws instead of silently
+ * double-registering (PITFALLS 24).
+ */
+export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges): Metrics {
+  if (registry.getSingleMetric(`${PREFIX}token_valid`)) {
+    throw new Error('createMetrics: this registry already holds the sidecar metrics; build one registry per sidecar');
+  }
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+
+  new Gauge({
+    name: `${PREFIX}token_age_seconds`, help: 'Seconds since the current token was obtained.', registers,
+    collect() { this.set(tokenGauges().ageSeconds); },
+  });
+  new Gauge({
+    name: `${PREFIX}token_expires_in_seconds`, help: 'Seconds until the current token expires; 0 when none.', registers,
+    collect() { this.set(tokenGauges().expiresInSeconds); },
+  });
+  new Gauge({
+    name: `${PREFIX}token_valid`, help: '1 while a valid token is held, else 0.', registers,
+    collect() { this.set(tokenGauges().valid ? 1 : 0); },
+  });
+
+  const refreshTotal = new Counter({
+    name: `${PREFIX}token_refresh_total`, help: 'Token requests by result (success, unauthorized = gentoken 401, error).',
+    labelNames: ['result'] as const, registers,
+  });
+  // Pre-initialised so the first failure is an increase from 0 that rate()/increase() can see.
+  for (const result of REFRESH_RESULTS) refreshTotal.labels(result).inc(0);
+  const refreshDuration = new Histogram({
+    name: `${PREFIX}token_refresh_duration_seconds`, help: 'Latency of gentoken requests.',
+    buckets: REFRESH_BUCKETS, registers,
+  });
+  const upstreamUnauthorized = new Counter({
+    name: `${PREFIX}upstream_unauthorized_total`, help: '401 answers from the service on proxied requests.', registers,
+  });
+  const requestsTotal = new Counter({
+    name: `${PREFIX}requests_total`, help: 'Proxied requests by route, method and status code.',
+    labelNames: ['route', 'method', 'code'] as const, registers,
+  });
+  const requestDuration = new Histogram({
+    name: `${PREFIX}request_duration_seconds`, help: 'Time to response headers of proxied requests.',
+    labelNames: ['route', 'method', 'code'] as const, buckets: REQUEST_BUCKETS, registers,
+  });
+  const guardDenied = new Counter({
+    name: `${PREFIX}guard_denied_total`, help: 'Requests refused by the source guard.', registers,
+  });
+  const inflight = new Gauge({
+    name: `${PREFIX}inflight_requests`, help: 'Proxied requests in progress.', registers,
+  });
+
+  type Children = { count: { inc(): void }; duration: { observe(v: number): void } };
+  // Keyed by a number built from the three normalised labels: no string or label object per call.
+  const children = new Map<number, Children>();
+
+  return {
+    tokenRefreshed(result, seconds) {
+      refreshTotal.labels(result).inc();
+      refreshDuration.observe(duration(seconds));
+    },
+    upstreamUnauthorized: () => upstreamUnauthorized.inc(),
+    guardDenied: () => guardDenied.inc(),
+    requestStarted: () => inflight.inc(),
+    requestEnded: () => inflight.dec(),
+    responseStarted(route, method, code, seconds) {
+      const routeIndex = route === 'localization' ? 1 : 0;
+      const methodIndex = METHOD_INDEX.get(method) ?? OTHER_METHOD;
+      const status = Number.isInteger(code) && code >= 100 && code <= 599 ? code : 0;
+      const key = (routeIndex * METHODS.length + methodIndex) * 1000 + status;
+      let child = children.get(key);
+      if (!child) {
+        const labels = [routeIndex === 1 ? 'localization' : 'service', METHODS[methodIndex]!, String(status)] as const;
+        child = { count: requestsTotal.labels(...labels), duration: requestDuration.labels(...labels) };
+        children.set(key, child);
+      }
+      child.count.inc();
+      child.duration.observe(duration(seconds));
+    },
+  };
+}
+
+/** prom-client throws on a non-finite observation; a bad clock reading must not crash a request. */
+function duration(seconds: number): number {
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
+}
