@@ -1,0 +1,104 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import winston from 'winston';
+import { testTls } from './tls.js';
+
+/** One request the server received, recorded before it is answered. */
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** How to answer: a status and body (objects are sent as JSON), or `hang` to never answer. */
+export interface Reply {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  hang?: boolean;
+}
+
+export type Responder = (req: RecordedRequest, index: number) => Reply | Promise<Reply>;
+
+/** A tiny scriptable HTTPS gentoken server on 127.0.0.1:0, certified by the test CA. */
+export interface GentokenServer {
+  /** `https://localhost:<port>` — a baseUrl for the token client. */
+  readonly url: string;
+  readonly port: number;
+  readonly requests: RecordedRequest[];
+  /** Replaced freely by tests; the default issues `tok-<n>` with a 900 s lifetime. */
+  respond: Responder;
+  /** Resolves when the server has received `count` requests in total. */
+  received(count: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A 200 AuthResult with the given token and lifetime. */
+export function ok(token: string, aliveSecondsTtl: number): Reply {
+  return { status: 200, body: { token, refreshToken: null, aliveSecondsTtl } };
+}
+
+/** Starts a gentoken server; `tls` defaults to the per-process test certificate. */
+export async function startGentokenServer(
+  respond?: Responder,
+  tls?: { certPem: string; keyPem: string },
+): Promise<GentokenServer> {
+  const material = tls ?? (await testTls());
+  const requests: RecordedRequest[] = [];
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const server: Server = createServer({ cert: material.certPem, key: material.keyPem }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString() };
+      const index = requests.push(recorded) - 1;
+      for (const w of waiters.filter((w) => requests.length >= w.count)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
+      void Promise.resolve(api.respond(recorded, index)).then((reply) => {
+        if (reply.hang) return;
+        const body = typeof reply.body === 'string' || reply.body === undefined ? (reply.body ?? '') : JSON.stringify(reply.body);
+        res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
+        res.end(body);
+      });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const api: GentokenServer = {
+    url: `https://localhost:${port}`,
+    port,
+    requests,
+    respond: respond ?? ((_req, i) => ok(`tok-${i + 1}`, 900)),
+    received(count) {
+      if (requests.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ count, resolve }));
+    },
+    close() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+  return api;
+}
+
+/** A winston JSON logger whose lines are kept in memory, deliberately without redaction. */
+export function captureLogger(): { logger: winston.Logger; lines: string[]; text(): string } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  const logger = winston.createLogger({
+    level: 'debug',
+    format: winston.format.json(),
+    transports: [new winston.transports.Stream({ stream })],
+  });
+  return { logger, lines, text: () => lines.join('\n') };
+}
