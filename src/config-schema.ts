@@ -101,6 +101,12 @@ export const ConfigSchema = Type.Object(
     ),
     proxy: Type.Object(
       {
+        engine: Type.Union([Type.Literal('undici'), Type.Literal('http-proxy')], {
+          default: 'undici',
+          description: 'Transport to the service: undici\'s pool (default, cheapest per request) or http-proxy 1.18.1; see the Performance section.',
+        }),
+        timeoutMs: Type.Optional(Type.Integer({ minimum: 100, description: 'Deadline for the service\'s response headers on proxied requests, in milliseconds (→ 504); defaults to service.timeoutMs.' })),
+        idleTimeoutMs: Type.Integer({ minimum: 100, default: 60000, description: 'Longest silence while a response body streams before the exchange is cut, in milliseconds.' }),
         replayBodyLimitBytes: Type.Integer({ minimum: 0, default: 1048576, description: 'Request bodies up to this size are buffered so the request can be replayed once after an upstream 401.' }),
         maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
         keepAliveTimeoutMs: Type.Integer({ minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own).' }),

@@ -18,3 +18,5 @@ export interface CommandIo {
 export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
+/** Returned after a second signal: the entry point exits at once instead of waiting. */
+export const EXIT_INTERRUPTED = 130;

@@ -1,0 +1,103 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { checkConfigCommand } from './commands/check-config.js';
+import { demoCommand } from './commands/demo.js';
+import { EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, type CommandIo } from './commands/io.js';
+import { runCommand } from './commands/run.js';
+import { simulateCommand } from './commands/simulate.js';
+import { tokenCommand } from './commands/token.js';
+import { translationCommand } from './commands/translation.js';
+
+/**
+ * The process entry: the only place that reads argv and the environment, installs signal
+ * handlers and sets the exit code. Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration
+ * or usage.
+ */
+const io: CommandIo = {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  env: process.env,
+  onSignal: (signal, handler) => process.on(signal, handler),
+};
+
+const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('must be a port number 0-65535');
+  return n;
+}
+
+function positive(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
+  return n;
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+let result: Promise<number> = Promise.resolve(EXIT_OK);
+const program = new Command('b2b-sidecar')
+  .description('Token-refreshing sidecar proxy for a back-to-back authorization API')
+  .version(version, '-v, --version')
+  .exitOverride()
+  .showHelpAfterError()
+  .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
+const configOption = () => new Option('-c, --config <file>', 'configuration file (YAML or JSON); environment variables override it');
+
+program.command('run').description('run the sidecar in the foreground (JSON logs on stdout)')
+  .addOption(configOption())
+  .action((o: { config?: string }) => { result = runCommand(o, io); });
+program.command('demo').description('start a simulated service with a sidecar in front of it and print curl lines to try')
+  .option('--port <n>', 'proxy listener port (default: a free one)', port)
+  .option('--admin-port <n>', 'admin listener port (default: a free one)', port)
+  .option('--ttl <seconds>', 'token lifetime the simulated service grants', positive, 60)
+  .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = demoCommand(o, io); });
+program.command('simulate').description('run the simulated B2B service alone, for integration tests')
+  .option('--port <n>', 'listen port', port, 8443)
+  .option('--host <address>', 'listen address', '127.0.0.1')
+  .option('--ttl <seconds>', 'aliveSecondsTtl of issued tokens', positive, 900)
+  .option('--api-key <key>', 'expected ApiKey', 'demo-api-key')
+  .option('--password <password>', 'expected password', 'demo-password')
+  .option('--allow <cidr>', 'allowed client address or CIDR (repeatable; default: any)', collect)
+  .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
+  .option('--latency-ms <ms>', 'latency added to every answer', (v) => Number(v))
+  .action((o: Parameters<typeof simulateCommand>[0]) => { result = simulateCommand(o, io); });
+program.command('token').description('obtain one token and print it')
+  .addOption(configOption())
+  .option('--json', 'print the whole AuthResult')
+  .action((o: { config?: string; json?: boolean }) => { result = tokenCommand(o, io); });
+program.command('check-config').description('validate the configuration and print it with secrets redacted')
+  .addOption(configOption())
+  .action((o: { config?: string }) => { result = checkConfigCommand(o, io); });
+program.command('translation').description('show one translation of the localization server')
+  .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')
+  .addOption(configOption())
+  .option('--json', 'print the validated translation object')
+  .action((ref: string, o: { config?: string; json?: boolean }) => { result = translationCommand({ ref, ...o }, io); });
+
+try {
+  program.parse(process.argv);
+  if (process.argv.length <= 2) {
+    program.outputHelp();
+    result = Promise.resolve(EXIT_USAGE);
+  }
+} catch (err) {
+  // Help and version are "errors" with code 0 under exitOverride; everything else is usage.
+  result = Promise.resolve(err instanceof CommanderError && err.exitCode === 0 ? EXIT_OK : EXIT_USAGE);
+}
+
+result.then(
+  (code) => {
+    process.exitCode = code;
+    // Only after a second signal: in-flight work is abandoned on purpose.
+    if (code === EXIT_INTERRUPTED) process.exit(code);
+  },
+  (err: unknown) => {
+    io.stderr.write(`error: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,58 @@
+import { loadConfig } from '../load-config.js';
+import { createLogger } from '../logger.js';
+import { SecretSet } from '../secrets.js';
+import { createSidecar, type Sidecar } from '../sidecar.js';
+import type { Config } from '../config-schema.js';
+import { reportConfigFailure } from './config-problems.js';
+import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
+
+/**
+ * `run --config FILE`: the sidecar in the foreground, JSON logs on stdout. SIGTERM/SIGINT drain
+ * gracefully (a second one exits at once), SIGHUP re-reads credential files.
+ * Exit codes: 0 after a drain, 1 when it cannot start, 2 for invalid configuration.
+ */
+export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
+  let config: Config;
+  try {
+    config = await loadConfig(args.config, io.env);
+  } catch (err) {
+    return reportConfigFailure(err, io);
+  }
+  const secrets = new SecretSet();
+  const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
+  return serve(createSidecar(config, { logger, secrets }), io, logger);
+}
+
+/** Starts a sidecar and serves until it is stopped; shared by `run` and `demo`. */
+export async function serve(
+  sidecar: Sidecar,
+  io: CommandIo,
+  logger: { info(m: string, f?: object): unknown; error(m: string, f?: object): unknown; warn(m: string, f?: object): unknown },
+  onStarted?: (ports: { port: number; adminPort: number }) => void,
+): Promise<number> {
+  let interrupted: ((code: number) => void) | undefined;
+  const forced = new Promise<number>((resolve) => (interrupted = resolve));
+  let signals = 0;
+  const onStop = (signal: string) => {
+    signals++;
+    if (signals > 1) {
+      logger.warn('second signal: exiting without waiting', { signal });
+      interrupted?.(EXIT_INTERRUPTED);
+      return;
+    }
+    logger.info('signal received: draining', { signal });
+    void sidecar.drain();
+  };
+  io.onSignal('SIGTERM', () => onStop('SIGTERM'));
+  io.onSignal('SIGINT', () => onStop('SIGINT'));
+  io.onSignal('SIGHUP', () => void sidecar.reloadCredentials());
+  try {
+    const ports = await sidecar.start();
+    onStarted?.(ports);
+  } catch (err) {
+    logger.error('the sidecar could not start', { reason: (err as Error).message, code: (err as { code?: string }).code });
+    await sidecar.stop();
+    return EXIT_FAILURE;
+  }
+  return Promise.race([sidecar.done.then(() => EXIT_OK), forced]);
+}

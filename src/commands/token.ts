@@ -1,0 +1,44 @@
+import { createCredentialStore } from '../credentials.js';
+import { TokenUnauthorizedError } from '../errors.js';
+import { loadConfig } from '../load-config.js';
+import { createLogger } from '../logger.js';
+import { SecretSet } from '../secrets.js';
+import { loadTrustedCas } from '../tls.js';
+import { createTokenClient } from '../token-client.js';
+import type { Config } from '../config-schema.js';
+import { reportConfigFailure } from './config-problems.js';
+import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
+
+/**
+ * `token --config FILE [--json]`: obtains one token and prints it (`--json`: the whole
+ * AuthResult). Printing the token is this command's purpose; it is never logged.
+ * Exit codes: 0 ok, 1 on a 401 (with the server's message) or any failure, 2 for invalid configuration.
+ */
+export async function tokenCommand(args: { config?: string; json?: boolean }, io: CommandIo): Promise<number> {
+  let config: Config;
+  try {
+    config = await loadConfig(args.config, io.env);
+  } catch (err) {
+    return reportConfigFailure(err, io);
+  }
+  const secrets = new SecretSet();
+  const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
+  const store = await createCredentialStore(config.credentials, { logger, secrets }).catch((err: Error) => err);
+  if (store instanceof Error) {
+    io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
+    return EXIT_FAILURE;
+  }
+  const client = createTokenClient({ baseUrl: config.service.baseUrl, ca: loadTrustedCas(config.service.caFile), timeoutMs: config.service.tokenTimeoutMs });
+  try {
+    const result = await client.requestToken(store.current());
+    io.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : `${result.token}\n`);
+    return EXIT_OK;
+  } catch (err) {
+    const message = err instanceof TokenUnauthorizedError ? `credentials rejected (401): ${err.serverMessage}` : (err as Error).message;
+    io.stderr.write(`error: ${secrets.redact(message)}\n`);
+    return EXIT_FAILURE;
+  } finally {
+    store.close();
+    await client.close();
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Request headers never forwarded upstream: hop-by-hop headers (RFC 9110 §7.6.1), headers the
+ * sidecar owns (Host, framing) and client-supplied forwarding headers, which the service might
+ * use for its own IP allowlist (the seed's §5.4) and which a local client must not forge.
+ * `trailer` and `te` are dropped too: http-proxy crashes on `Trailer:` (node-http-proxy#1647).
+ */
+export const STRIPPED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'expect',
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-host',
+  'x-forwarded-proto',
+  'x-forwarded-port',
+  'x-real-ip',
+]);
+
+/** Response headers not passed back to the client (Node frames the response itself). */
+export const STRIPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+]);
+
+/** Header names a `Connection` header nominates as hop-by-hop (lower-cased); empty when absent. */
+export function connectionNominated(value: string | string[] | undefined): Set<string> | undefined {
+  if (value === undefined) return undefined;
+  const names = new Set<string>();
+  for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
+    const name = part.trim().toLowerCase();
+    if (name) names.add(name);
+  }
+  return names;
+}

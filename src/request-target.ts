@@ -1,0 +1,29 @@
+/**
+ * Checks a request target before anything routes on it (PITFALLS 8). Only origin-form targets
+ * with a normalised path are accepted: no absolute-form (`http://other/x`), no `//host/x`,
+ * no dot segments, raw or percent-encoded, and no encoded slashes or backslashes, which some
+ * servers decode into path separators. Returns undefined when acceptable, else the reason.
+ */
+export function checkRequestTarget(url: string): string | undefined {
+  if (url.charCodeAt(0) !== 47 /* / */) {
+    return /^[a-z][a-z0-9+.-]*:\/\//i.test(url)
+      ? 'absolute-form request targets are not accepted: this is not a forward proxy'
+      : 'request target must be an absolute path';
+  }
+  if (url.charCodeAt(1) === 47) return 'request path must not start with //';
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  // Fast path: the common case has no percent signs, dots after slashes or backslashes.
+  if (!/%|\/\.|\\/.test(path)) return undefined;
+  if (/%(2f|5c|00)/i.test(path) || path.includes('\\')) return 'encoded slashes and backslashes are not accepted in the path';
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(path);
+  } catch {
+    return 'malformed percent-encoding in the path';
+  }
+  for (const segment of decoded.split('/')) {
+    if (segment === '.' || segment === '..') return 'dot segments are not accepted in the path';
+  }
+  return undefined;
+}

@@ -1,0 +1,246 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+import type { Logger } from 'winston';
+import { createAdminApp } from './admin.js';
+import { compileAttachments } from './attach.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config-schema.js';
+import { staticCredentials, tokenCredentials } from './credential-source.js';
+import { createCredentialStore, type CredentialStore } from './credentials.js';
+import { TokenUnavailableError } from './errors.js';
+import { compileIpGuard } from './ip-guard.js';
+import { createLocalizationClient, type LocalizationClient } from './localization/localization-client.js';
+import { createTokenSource, type TokenSource } from './localization/token-source.js';
+import { createTranslationExporter, type TranslationExporter } from './localization/translation-exporter.js';
+import { parseTranslationRef } from './localization/translation-ref.js';
+import { createMetrics, createRegistry, type Metrics } from './metrics.js';
+import { createProxyEngine } from './create-engine.js';
+import { createProxyHandler, type ProxyRoute } from './proxy-handler.js';
+import type { ProxyEngine } from './proxy-engine.js';
+import { createListener, type Listener } from './proxy-server.js';
+import type { SecretSet } from './secrets.js';
+import { loadTrustedCas } from './tls.js';
+import { createTokenClient, type TokenClient } from './token-client.js';
+import { TokenManager } from './token-manager.js';
+
+export interface SidecarDeps {
+  logger: Logger;
+  secrets: SecretSet;
+  clock?: Clock;
+  /** The sidecar's own registry; a fresh one when absent. */
+  registry?: Registry;
+  /** Source of randomness for renewal jitter and backoff (tests pass a fixed one). */
+  random?: () => number;
+}
+
+export interface Sidecar {
+  /** Starts every part and binds the listeners; resolves with the bound ports (port 0 works). */
+  start(): Promise<{ port: number; adminPort: number }>;
+  /**
+   * Graceful shutdown: readiness turns 503 at once, the listener keeps accepting for
+   * `shutdown.delaySeconds`, then in-flight requests get `shutdown.timeoutSeconds`; then stop().
+   */
+  drain(): Promise<void>;
+  /** Stops everything at once, in reverse order of start; idempotent and safe before start. */
+  stop(): Promise<void>;
+  /** Re-reads credential files (SIGHUP) and switches to a token obtained with them. */
+  reloadCredentials(): Promise<void>;
+  readonly registry: Registry;
+  /** Settles once the sidecar has stopped, whoever stopped it (signal, POST /shutdown, error). */
+  readonly done: Promise<void>;
+  /** The token manager, once started. */
+  readonly tokens: TokenManager | undefined;
+}
+
+const B2B_ROUTE_HEADERS = ['authorization'];
+
+/**
+ * Wires the parts: no I/O until `start()`. Each part has a start and a stop; `stop()` runs the
+ * stops in reverse order, like a run group.
+ */
+export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
+  const clock = deps.clock ?? systemClock;
+  const { logger, secrets } = deps;
+  const registry = deps.registry ?? createRegistry();
+  let tokens: TokenManager | undefined;
+  let draining = false;
+  const stops: Array<() => Promise<void> | void> = [];
+  let stopped: Promise<void> | undefined;
+  let drained: Promise<void> | undefined;
+  let listener: Listener | undefined;
+  let credentials: CredentialStore | undefined;
+  let markDone!: () => void;
+  const done = new Promise<void>((resolve) => (markDone = resolve));
+
+  const health = () => {
+    if (draining) return { ready: false, reason: 'shutting down' };
+    return tokens ? tokens.status() : { ready: false, reason: 'starting' };
+  };
+
+  async function start() {
+    const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false });
+    const serviceCa = loadTrustedCas(config.service.caFile);
+    credentials = await createCredentialStore(config.credentials, { logger, secrets });
+    const client: TokenClient = createTokenClient({ baseUrl: config.service.baseUrl, ca: serviceCa, timeoutMs: config.service.tokenTimeoutMs });
+    stops.push(() => client.close(), () => credentials?.close());
+    tokens = new TokenManager({
+      client, credentials, clock, logger, secrets, random: deps.random,
+      onRefresh: (result, seconds) => metrics.tokenRefreshed(result, seconds),
+      options: { ...config.token, tokenTimeoutMs: config.service.tokenTimeoutMs },
+    });
+    const manager = tokens;
+    stops.push(() => manager.stop());
+
+    const attachments = compileAttachments(config.token.attach);
+    const headersTimeoutMs = config.proxy.timeoutMs ?? config.service.timeoutMs;
+    const engineOptions = {
+      maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
+      headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs,
+    };
+    const serviceEngine = createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
+    stops.push(() => serviceEngine.close());
+    const routes: ProxyRoute[] = [{
+      name: 'service', prefix: '', engine: serviceEngine,
+      credentials: tokenCredentials(manager, attachments),
+      stripHeaders: new Set([...attachments.headerNames, ...B2B_ROUTE_HEADERS]),
+      stripQuery: attachments.queryNames, stripCookies: attachments.cookieNames,
+    }];
+    const l10n = config.localization;
+    if (l10n) routes.push(startLocalization(l10n, attachments, engineOptions));
+
+    const handler = createProxyHandler({
+      routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
+      replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, logRequests: config.log.requests,
+    });
+    listener = createListener(handler, config.proxy, logger);
+    const adminGuard = compileIpGuard(config.admin.allow);
+    const admin = createServer(createAdminApp({
+      registry, health, logger,
+      allow: (peer) => adminGuard.allows(adminGuard.clientAddress(peer, undefined)),
+      ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
+    }));
+    admin.headersTimeout = 10_000;
+    admin.requestTimeout = 30_000;
+    const adminPort = await listen(admin, config.admin.host, config.admin.port);
+    stops.push(() => closeServer(admin));
+    const port = await listener.listen(config.listen.host, config.listen.port);
+    const proxyListener = listener;
+    stops.push(() => proxyListener.close(0));
+
+    manager.start();
+    credentials.watch(() => void reloadCredentials());
+    logger.info('sidecar started', {
+      listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
+      service: new URL(config.service.baseUrl).origin, engine: config.proxy.engine,
+      localization: l10n ? new URL(l10n.baseUrl).origin : undefined,
+    });
+    return { port, adminPort };
+  }
+
+  function startLocalization(
+    l10n: NonNullable<Config['localization']>, serviceAttachments: ReturnType<typeof compileAttachments>,
+    engineOptions: Omit<Parameters<typeof createProxyEngine>[1], 'baseUrl' | 'ca'>,
+  ): ProxyRoute {
+    const ca = loadTrustedCas(l10n.caFile);
+    const token: TokenSource = createTokenSource(l10n, { secrets, onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }) });
+    stops.push(() => token.close());
+    const engine: ProxyEngine = createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(l10n.baseUrl), ca, headersTimeoutMs: l10n.timeoutMs });
+    stops.push(() => engine.close());
+    if (l10n.watch.length > 0) {
+      const client: LocalizationClient = createLocalizationClient({ baseUrl: l10n.baseUrl, ca, token, timeoutMs: l10n.timeoutMs, allowInsecureHttp: l10n.allowInsecureHttp });
+      const exporter: TranslationExporter = createTranslationExporter({
+        registry, client, watch: l10n.watch.map((ref) => parseTranslationRef(ref)),
+        pollIntervalSeconds: l10n.pollIntervalSeconds, clock, logger,
+      });
+      exporter.start();
+      stops.push(() => client.close(), () => exporter.stop());
+    }
+    let lastToken: string | undefined;
+    let prepared = { headers: [] as Array<readonly [string, string]>, query: '', cookie: '' };
+    return {
+      name: 'localization', prefix: l10n.pathPrefix, engine, methods: new Set(['GET', 'HEAD']),
+      credentials: staticCredentials(() => {
+        const value = token();
+        if (value !== lastToken) {
+          lastToken = value;
+          prepared = { headers: value ? [['authorization', `Token ${value}`]] : [], query: '', cookie: '' };
+        }
+        return prepared;
+      }, () => new TokenUnavailableError('no localization token')),
+      // The B2B credentials must never reach the localization server, whoever sent them.
+      stripHeaders: new Set(['authorization', ...serviceAttachments.headerNames]),
+      stripQuery: serviceAttachments.queryNames, stripCookies: serviceAttachments.cookieNames,
+    };
+  }
+
+  async function reloadCredentials() {
+    if (!credentials || !tokens) return;
+    try {
+      if (await credentials.reload()) {
+        logger.info('credentials changed; obtaining a token with the new ones');
+        await tokens.rotate();
+      }
+    } catch (err) {
+      logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
+    }
+  }
+
+  function drain() {
+    drained ??= (async () => {
+      draining = true;
+      logger.info('draining', { delaySeconds: config.shutdown.delaySeconds, timeoutSeconds: config.shutdown.timeoutSeconds });
+      if (config.shutdown.delaySeconds > 0) {
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, config.shutdown.delaySeconds * 1000));
+      }
+      await listener?.close(config.shutdown.timeoutSeconds * 1000);
+      await stop();
+    })();
+    return drained;
+  }
+
+  function stop() {
+    stopped ??= (async () => {
+      draining = true;
+      for (const fn of stops.reverse()) {
+        try {
+          await fn();
+        } catch (err) {
+          logger.warn('error while stopping', { reason: (err as Error).message });
+        }
+      }
+      logger.info('sidecar stopped');
+      markDone();
+    })();
+    return stopped;
+  }
+
+  return {
+    start,
+    drain,
+    stop,
+    reloadCredentials,
+    registry,
+    done,
+    get tokens() {
+      return tokens;
+    },
+  };
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
