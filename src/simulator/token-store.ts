@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+
+/** How a presented token was judged. */
+export type TokenVerdict = 'valid' | 'expired' | 'revoked' | 'unknown';
+
+interface Issued {
+  expiresAt: number;
+  revoked: boolean;
+}
+
+/**
+ * Tokens the simulator issued, with their expiry on the injected clock. Expired and revoked
+ * tokens are remembered (up to `capacity`, oldest dropped first) so that presenting one can be
+ * told apart from presenting garbage — the integration tests count expired presentations.
+ */
+export class TokenStore {
+  readonly #issued = new Map<string, Issued>();
+  readonly #clock: Clock;
+  readonly #capacity: number;
+
+  constructor(clock: Clock, capacity = 100_000) {
+    this.#clock = clock;
+    this.#capacity = capacity;
+  }
+
+  /** Issues a fresh random token (32 bytes, base64url) living `ttlSeconds`. */
+  issue(ttlSeconds: number): string {
+    const token = randomBytes(32).toString('base64url');
+    this.#issued.set(token, { expiresAt: this.#clock.now() + ttlSeconds * 1000, revoked: false });
+    while (this.#issued.size > this.#capacity) {
+      this.#issued.delete(this.#issued.keys().next().value as string);
+    }
+    return token;
+  }
+
+  /** Judges a presented token. Revocation wins over expiry only while the token had time left. */
+  check(token: string): TokenVerdict {
+    const entry = this.#issued.get(token);
+    if (!entry) return 'unknown';
+    if (this.#clock.now() >= entry.expiresAt) return 'expired';
+    return entry.revoked ? 'revoked' : 'valid';
+  }
+
+  /** Invalidates every token issued so far; tokens issued later are unaffected. */
+  revokeAll(): void {
+    for (const entry of this.#issued.values()) entry.revoked = true;
+  }
+}
