@@ -1,0 +1,135 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { LocalizationClient } from './localization-client.js';
+import { LocalizationError, LocalizationRateLimitedError } from './localization-errors.js';
+import { formatTranslationRef, type TranslationRef } from './translation-ref.js';
+import { lastChangeEpochSeconds, type Translation } from './translation-schema.js';
+
+/** The part of a winston logger the exporter uses. */
+export interface ExporterLogger {
+  warn(message: string, meta?: Record<string, unknown>): unknown;
+}
+
+export interface TranslationExporterOptions {
+  /** The sidecar's own registry; metrics are never put in prom-client's global one. */
+  registry: Registry;
+  client: Pick<LocalizationClient, 'getTranslation'>;
+  watch: TranslationRef[];
+  pollIntervalSeconds: number;
+  clock: Clock;
+  logger: ExporterLogger;
+}
+
+export interface TranslationExporter {
+  /** Polls every watched translation now, then every `pollIntervalSeconds`. */
+  start(): void;
+  /** Cancels the schedule and waits for polls in flight; idempotent. */
+  stop(): Promise<void>;
+  /** Polls every watched translation not held back by a Retry-After; resolves when all are done. */
+  pollOnce(): Promise<void>;
+  /** Resolves when no poll is in flight (tests, shutdown). */
+  idle(): Promise<void>;
+}
+
+const LABELS = ['project', 'component', 'language'] as const;
+const UNIT_STATES = ['total', 'translated', 'fuzzy', 'failing_checks', 'have_suggestion', 'have_comment'] as const;
+const WORD_STATES = ['total', 'translated', 'fuzzy', 'failing_checks'] as const;
+
+interface Watched {
+  ref: TranslationRef;
+  labels: Record<(typeof LABELS)[number], string>;
+  /** Monotonic ms before which a Retry-After forbids polling. */
+  notBefore: number;
+  inFlight: Promise<void> | undefined;
+  timer: TimerHandle | undefined;
+}
+
+/**
+ * Exports progress gauges for the watched translations, polling on the injected clock. A failed
+ * or malformed lookup only increments the error counter: the last good values stay, so a bad
+ * answer never shows up as a bogus number. A 429 holds that translation back for Retry-After.
+ */
+export function createTranslationExporter(options: TranslationExporterOptions): TranslationExporter {
+  const { registry, client, clock, logger } = options;
+  const intervalMs = options.pollIntervalSeconds * 1000;
+  const registers = [registry];
+  const units = new Gauge({ name: 'b2b_sidecar_translation_units', help: 'Units of a watched translation by state.', labelNames: [...LABELS, 'state'], registers });
+  const words = new Gauge({ name: 'b2b_sidecar_translation_words', help: 'Words of a watched translation by state.', labelNames: [...LABELS, 'state'], registers });
+  const lastChange = new Gauge({ name: 'b2b_sidecar_translation_last_change_timestamp_seconds', help: 'Time of the last change of a watched translation (Unix seconds); absent when never changed.', labelNames: LABELS, registers });
+  const errors = new Counter({ name: 'b2b_sidecar_translation_lookup_errors_total', help: 'Failed or malformed lookups of a watched translation.', labelNames: LABELS, registers });
+  const remaining = new Gauge({ name: 'b2b_sidecar_translation_rate_limit_remaining', help: 'X-RateLimit-Remaining of the last localization answer that carried it.', registers });
+
+  const watched: Watched[] = options.watch.map((ref) => {
+    const labels = { project: ref.project, component: ref.component, language: ref.language };
+    errors.inc(labels, 0); // the series exists from the start, so rate() sees the first error
+    return { ref, labels, notBefore: -Infinity, inFlight: undefined, timer: undefined };
+  });
+  let running = false;
+
+  function record(w: Watched, t: Translation): void {
+    const unitValues = [t.total, t.translated, t.fuzzy, t.failing_checks, t.have_suggestion, t.have_comment];
+    const wordValues = [t.total_words, t.translated_words, t.fuzzy_words, t.failing_checks_words];
+    UNIT_STATES.forEach((state, i) => units.set({ ...w.labels, state }, unitValues[i]!));
+    WORD_STATES.forEach((state, i) => words.set({ ...w.labels, state }, wordValues[i]!));
+    const changed = lastChangeEpochSeconds(t);
+    if (typeof changed === 'number') lastChange.set(w.labels, changed);
+    else lastChange.remove(w.labels);
+  }
+
+  async function lookup(w: Watched): Promise<void> {
+    try {
+      const { translation, rateLimitRemaining } = await client.getTranslation(w.ref);
+      record(w, translation);
+      if (rateLimitRemaining !== undefined) remaining.set(rateLimitRemaining);
+    } catch (err) {
+      errors.inc(w.labels);
+      if (err instanceof LocalizationError && err.rateLimitRemaining !== undefined) remaining.set(err.rateLimitRemaining);
+      if (err instanceof LocalizationRateLimitedError && err.retryAfterSeconds !== undefined) {
+        w.notBefore = clock.now() + err.retryAfterSeconds * 1000;
+      }
+      const { code, message } = err as { code?: string; message?: string };
+      logger.warn('translation lookup failed', { translation: formatTranslationRef(w.ref), code, error: message });
+    }
+  }
+
+  /** One poll at a time per translation; a second caller shares the one in flight. */
+  function poll(w: Watched): Promise<void> {
+    if (clock.now() < w.notBefore) return Promise.resolve();
+    w.inFlight ??= lookup(w).finally(() => {
+      w.inFlight = undefined;
+    });
+    return w.inFlight;
+  }
+
+  function schedule(w: Watched, delayMs: number): void {
+    if (!running) return;
+    w.timer = clock.setTimeout(() => {
+      w.timer = undefined;
+      void poll(w).then(() => schedule(w, Math.max(intervalMs, w.notBefore - clock.now())));
+    }, delayMs);
+  }
+
+  const idle = async () => {
+    await Promise.all(watched.map((w) => w.inFlight));
+  };
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      for (const w of watched) schedule(w, 0);
+    },
+    async stop() {
+      running = false;
+      for (const w of watched) {
+        clock.clearTimeout(w.timer);
+        w.timer = undefined;
+      }
+      await idle();
+    },
+    pollOnce: async () => {
+      await Promise.all(watched.map(poll));
+    },
+    idle,
+  };
+}
