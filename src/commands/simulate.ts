@@ -1,0 +1,109 @@
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CONTROL_ROUTES, createB2bSimulator, type B2bSimulator } from '../simulator/b2b-simulator.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+
+/** Arguments of the `simulate` command (all optional; defaults for a local demo). */
+export interface SimulateArgs {
+  /** Listen port; default 8443 (0 picks a free one). */
+  port?: number;
+  /** Listen address; default 127.0.0.1. */
+  host?: string;
+  /** `aliveSecondsTtl` of issued tokens in seconds; default 900 (the seed's 15 minutes). */
+  ttl?: number;
+  /** Expected ApiKey; default `demo-api-key`. */
+  apiKey?: string;
+  /** Expected password; default `demo-password`. */
+  password?: string;
+  /** Allowed client addresses/CIDRs; default everyone who can reach the port. */
+  allow?: string[];
+  /** Where to write the CA certificate (PEM); default a new temporary directory. */
+  caOut?: string;
+  /** Latency added to every answer, in ms; default 0. */
+  latencyMs?: number;
+}
+
+/**
+ * Runs the simulated B2B service alone for integrators' own tests: prints its URL, the CA file
+ * to trust, the credentials and the control API, then serves until SIGINT/SIGTERM.
+ * Exit codes: 0 after a signal, 1 when it cannot listen, 2 for invalid arguments.
+ */
+export async function simulateCommand(args: SimulateArgs, io: CommandIo): Promise<number> {
+  const apiKey = args.apiKey ?? 'demo-api-key';
+  const password = args.password ?? 'demo-password';
+  const ttl = args.ttl ?? 900;
+  const host = args.host ?? '127.0.0.1';
+  const port = args.port ?? 8443;
+  // Registered before anything starts, so a signal during start-up is not lost.
+  const signalled = new Promise<void>((resolve) => {
+    io.onSignal('SIGINT', resolve);
+    io.onSignal('SIGTERM', resolve);
+  });
+
+  let sim: B2bSimulator;
+  try {
+    sim = createB2bSimulator({ apiKey, password, ttlSeconds: ttl, host, port, allow: args.allow });
+    if (args.latencyMs !== undefined) sim.faults.setLatency(args.latencyMs, 'all');
+  } catch (err) {
+    io.stderr.write(`simulate: ${errorText(err)}\n`);
+    return EXIT_USAGE;
+  }
+  let url: string;
+  let caPath: string;
+  try {
+    ({ url } = await sim.start());
+    caPath = args.caOut ?? join(await mkdtemp(join(tmpdir(), 'b2b-simulator-')), 'ca.pem');
+    await writeFile(caPath, sim.caPem);
+  } catch (err) {
+    io.stderr.write(`simulate: cannot start on ${host}:${port}: ${errorText(err)}\n`);
+    await sim.stop();
+    return EXIT_FAILURE;
+  }
+
+  io.stdout.write(banner({ url, caPath, apiKey, password, ttl, allow: args.allow, latencyMs: args.latencyMs }));
+  await signalled;
+  await sim.stop();
+  io.stdout.write('Simulator stopped.\n');
+  return EXIT_OK;
+}
+
+interface BannerInfo {
+  url: string;
+  caPath: string;
+  apiKey: string;
+  password: string;
+  ttl: number;
+  allow: string[] | undefined;
+  latencyMs: number | undefined;
+}
+
+function banner(b: BannerInfo): string {
+  const ca = shellQuote(b.caPath);
+  const lines = [
+    `B2B simulator listening on ${b.url}`,
+    `CA certificate: ${b.caPath}  (set service.caFile to it; curl --cacert)`,
+    `Credentials: ApiKey=${b.apiKey} password=${b.password}  (tokens live ${b.ttl} s)`,
+    `Sidecar config: service.baseUrl=${b.url} service.caFile=${b.caPath}`,
+    b.allow ? `Allowed clients: ${b.allow.join(', ')}` : undefined,
+    b.latencyMs ? `Added latency: ${b.latencyMs} ms` : undefined,
+    'Get a token:',
+    `  curl --cacert ${ca} -X POST ${b.url}/pub/b2b/v1/auth/gentoken -H 'Content-Type: application/json'` +
+      ` -H ${shellQuote(`ApiKey: ${b.apiKey}`)} -d ${shellQuote(JSON.stringify({ password: b.password }))}`,
+    'Call a protected operation with it:',
+    `  curl --cacert ${ca} ${b.url}/pub/b2b/v1/echo -H 'Authorization: Bearer <token>' -H ${shellQuote(`ApiKey: ${b.apiKey}`)}`,
+    `Control API (no token needed), e.g. curl --cacert ${ca} ${b.url}/_simulator/stats:`,
+    ...CONTROL_ROUTES.map((r) => `  ${r}`),
+    'Press Ctrl-C to stop.',
+  ];
+  return lines.filter((l) => l !== undefined).join('\n') + '\n';
+}
+
+/** Quotes for a POSIX shell, so printed curl lines work as printed whatever the credentials hold. */
+function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
