@@ -44,7 +44,7 @@ describe('translation schema', () => {
     const body = sample();
     body.translated_words_percent = 92.7;
     body.component.project.instructions = '';
-    assert.equal(parseTranslation(body).translated_words_percent, 92.7);
+    assert.equal((parseTranslation(body) as Record<string, unknown>).translated_words_percent, 92.7);
   });
 
   it('names a missing nested field in dotted form', () => {

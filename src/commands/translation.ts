@@ -1,0 +1,68 @@
+import { ConfigError, InvalidResponseError } from '../errors.js';
+import { loadConfig } from '../load-config.js';
+import { SecretSet } from '../secrets.js';
+import { loadTrustedCas } from '../tls.js';
+import { createLocalizationClient, type LocalizationClient } from '../localization/localization-client.js';
+import { LocalizationError, TranslationRefError } from '../localization/localization-errors.js';
+import { formatTranslationSummary } from '../localization/summary.js';
+import { createTokenSource } from '../localization/token-source.js';
+import { parseTranslationRef, type TranslationRef } from '../localization/translation-ref.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+
+/**
+ * `b2b-sidecar translation <project>/<component>/<language> --config FILE [--json]`: looks up
+ * one translation and prints a summary, or with `--json` the validated translation object.
+ * Exit 0 on success; 1 when not found, unauthorized, throttled, unreachable or malformed (with
+ * the server's reason); 2 for a bad reference, invalid configuration or no `localization` section.
+ */
+export async function translationCommand(
+  args: { ref: string; config?: string; json?: boolean },
+  io: CommandIo,
+): Promise<number> {
+  const fail = (code: number, message: string) => {
+    io.stderr.write(`translation: ${message}\n`);
+    return code;
+  };
+  let ref: TranslationRef;
+  try {
+    ref = parseTranslationRef(args.ref);
+  } catch (err) {
+    if (err instanceof TranslationRefError) return fail(EXIT_USAGE, err.message);
+    throw err;
+  }
+
+  let client: LocalizationClient;
+  const secrets = new SecretSet();
+  try {
+    const config = await loadConfig(args.config, io.env);
+    const l10n = config.localization;
+    if (!l10n) {
+      return fail(EXIT_USAGE, 'the configuration has no localization section (localization.baseUrl is needed for lookups)');
+    }
+    // One lookup: read the token once, no file watcher to keep the process alive.
+    const token = createTokenSource(l10n, { secrets, watch: false });
+    client = createLocalizationClient({
+      baseUrl: l10n.baseUrl,
+      ca: loadTrustedCas(l10n.caFile),
+      token,
+      timeoutMs: l10n.timeoutMs,
+      allowInsecureHttp: l10n.allowInsecureHttp,
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) return fail(EXIT_USAGE, err.message);
+    return fail(EXIT_USAGE, `invalid localization configuration: ${secrets.redact((err as Error).message)}`);
+  }
+
+  try {
+    const { translation } = await client.getTranslation(ref);
+    io.stdout.write(args.json ? `${JSON.stringify(translation, null, 2)}\n` : formatTranslationSummary(translation));
+    return EXIT_OK;
+  } catch (err) {
+    if (err instanceof LocalizationError || err instanceof InvalidResponseError) {
+      return fail(EXIT_FAILURE, secrets.redact(err.message));
+    }
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
