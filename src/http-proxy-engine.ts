@@ -87,9 +87,14 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
         request.signal.addEventListener('abort', onAbort, { once: true });
         exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
           // Idle deadline while the body streams: an upstream dripping bytes must still end.
-          proxyRes.socket?.setTimeout(options.bodyTimeoutMs, () =>
-            proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' })));
-          proxyRes.once('close', () => proxyRes.socket?.setTimeout(0));
+          const socket = proxyRes.socket;
+          const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
+          socket.setTimeout(options.bodyTimeoutMs);
+          socket.on('timeout', stalled);
+          proxyRes.once('close', () => {
+            socket.off('timeout', stalled);
+            socket.setTimeout(options.keepAliveTimeoutMs);
+          });
           finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: proxyRes });
         });
         const body = request.body === undefined ? Readable.from([]) : Buffer.isBuffer(request.body) ? Readable.from([request.body]) : request.body;

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { ENGINES, send, startSidecar, startSimulator, waitReady } from './helpers/stack.js';
+import { startUpstream } from './helpers/upstream.js';
+
+for (const engine of ENGINES) {
+  describe(`upstream faults (engine ${engine})`, () => {
+    it('answers 503 with a reason while no token can be obtained, and stays up', async () => {
+      // A port that refuses connections: bind, read the port, close.
+      const probe = createServer();
+      await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+      const port = (probe.address() as { port: number }).port;
+      await new Promise<void>((r) => probe.close(() => r()));
+      const s = await startSidecar({ baseUrl: `https://localhost:${port}`, engine });
+      try {
+        await new Promise((r) => setTimeout(r, 100));
+        const res = await send(s.port, { path: '/pub/b2b/v1/echo' });
+        assert.equal(res.status, 503);
+        assert.match(res.json<{ message: string }>().message, /unreachable|no token/);
+        assert.equal(res.headers['retry-after'], '1');
+        const ready = await send(s.adminPort, { path: '/readyz' });
+        assert.equal(ready.status, 503);
+        const health = await send(s.adminPort, { path: '/healthz' });
+        assert.equal(health.status, 200);
+      } finally {
+        await s.stop();
+      }
+    });
+
+    it('maps a header timeout to 504', async () => {
+      const up = await startUpstream((_req, res) => setTimeout(() => { res.end('late'); }, 1500));
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { proxy: { timeoutMs: 200 } } });
+      try {
+        await waitReady(s);
+        const res = await send(s.port, { path: '/slow' });
+        assert.equal(res.status, 504);
+        assert.equal(res.json<{ message: string }>().message, 'the service did not answer in time');
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
+    it('maps a connection reset to 502', async () => {
+      const up = await startUpstream((req) => req.socket.destroy());
+      const s = await startSidecar({ baseUrl: up.url, engine });
+      try {
+        await waitReady(s);
+        const res = await send(s.port, { path: '/reset' });
+        assert.equal(res.status, 502);
+        assert.match(res.json<{ message: string }>().message, /reset|failed/);
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
+    it('releases the upstream request when the client aborts (PITFALLS 4)', async () => {
+      const up = await startUpstream((_req, res) => { res.writeHead(200); res.write('partial'); /* never ends */ });
+      const s = await startSidecar({ baseUrl: up.url, engine });
+      try {
+        await waitReady(s);
+        await new Promise<void>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: s.port, path: '/hang', agent: false }, (res) => {
+            res.once('data', () => { req.destroy(); resolve(); });
+          });
+          req.on('error', () => undefined);
+          req.end();
+          setTimeout(() => reject(new Error('no response headers')), 3000);
+        });
+        await up.waitOpen(0);
+        assert.equal(up.open, 0);
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
+    it('releases the upstream request when the client aborts before headers', async () => {
+      const up = await startUpstream(() => { /* never answers */ });
+      const s = await startSidecar({ baseUrl: up.url, engine });
+      try {
+        await waitReady(s);
+        const req = request({ host: '127.0.0.1', port: s.port, path: '/hang', agent: false });
+        req.on('error', () => undefined);
+        req.end();
+        while (up.open === 0) await new Promise((r) => setTimeout(r, 10));
+        req.destroy();
+        await up.waitOpen(0);
+        assert.equal(up.open, 0);
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
+    it('passes a 401 back for a body too large to replay', async () => {
+      const sim = await startSimulator();
+      const s = await startSidecar({ baseUrl: sim.baseUrl, engine, overrides: { proxy: { replayBodyLimitBytes: 1024 } } });
+      try {
+        await waitReady(s);
+        sim.faults.revokeAll();
+        const body = Buffer.alloc(4096, 1);
+        const res = await send(s.port, { method: 'POST', path: '/pub/b2b/v1/echo', body, headers: { 'content-length': body.length } });
+        assert.equal(res.status, 401);
+        // The 401 still invalidated nothing by itself; the next bodiless request is replayed.
+        const next = await send(s.port, { path: '/pub/b2b/v1/echo' });
+        assert.equal(next.status, 200);
+      } finally {
+        await s.stop();
+        await sim.stop();
+      }
+    });
+  });
+}
