@@ -47,7 +47,10 @@ export function gentokenUrl(baseUrl: string): string {
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}${GENTOKEN_PATH}`;
 }
 
-/** Creates the gentoken client with its own keep-alive connection pool. `close()` is idempotent. */
+/**
+ * Creates the gentoken client with its own keep-alive connection pool. `close()` is idempotent and
+ * aborts a request in flight.
+ */
 export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions): TokenClient {
   const url = gentokenUrl(baseUrl);
   // fetch ignores https.Agent; the CA must reach undici's connector (PITFALLS 13).
@@ -81,7 +84,8 @@ export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions
       }
     },
     close() {
-      closed ??= agent.close();
+      // Abort rather than wait: at shutdown a pending token request is of no use to anyone.
+      closed ??= agent.destroy();
       return closed;
     },
   };
