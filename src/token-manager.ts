@@ -161,13 +161,16 @@ export class TokenManager {
     // A request in flight carries the old credentials; the new ones need a request of their own.
     await this.#inflight?.catch(() => undefined);
     if (this.#stopped) return;
-    const previous = this.#token;
     await this.#refresh('rotation').catch(() => {
       if (this.#failure !== 'unauthorized') return;
-      const kept = previous && previous === this.#token ? previous : undefined;
+      const kept = this.current();
+      if (!kept) {
+        this.#logger.error('new credentials rejected by the auth server; no valid token is held');
+        return;
+      }
       this.#logger.error('new credentials rejected by the auth server; keeping the previous token until it expires', {
-        fingerprint: kept?.fingerprint,
-        expiresInSeconds: kept ? round(Math.max(0, kept.expiresAt - this.#clock.now()) / 1000) : 0,
+        fingerprint: kept.fingerprint,
+        expiresInSeconds: round((kept.expiresAt - this.#clock.now()) / 1000),
       });
     });
   }
