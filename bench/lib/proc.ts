@@ -1,0 +1,74 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** Clock ticks per second of /proc/<pid>/stat times (almost always 100). */
+export const CLK_TCK = (() => {
+  try {
+    const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+    return Number.isFinite(n) && n > 0 ? n : 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** utime+stime of one process (all its threads), in clock ticks; undefined once it is gone. */
+export function cpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may contain spaces and parentheses: fields start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Summed CPU time of several processes, in microseconds. */
+export function cpuMicros(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) ticks += cpuTicks(pid) ?? 0;
+  return (ticks * 1e6) / CLK_TCK;
+}
+
+/** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM, ...) in bytes; undefined when unreadable. */
+export function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+    return m ? Number(m[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function sumStatus(pids: readonly number[], field: 'VmRSS' | 'VmHWM'): number {
+  let total = 0;
+  for (const pid of pids) total += statusBytes(pid, field) ?? 0;
+  return total;
+}
+
+/** Direct children of a process (e.g. nginx's workers), from /proc/<pid>/task/<tid>/children. */
+export function childPids(pid: number): number[] {
+  try {
+    const out: number[] = [];
+    for (const line of readdirSync(`/proc/${pid}/task`)) {
+      const text = readFileSync(`/proc/${pid}/task/${line}/children`, 'utf8').trim();
+      if (text) out.push(...text.split(/\s+/).map(Number));
+    }
+    return out;
+  } catch {
+    return [];
+  }
+}
+
+/** Whether an executable is on PATH. */
+export function hasCommand(name: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${name}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const MB = 1024 * 1024;
