@@ -1,13 +1,18 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { checkConfigCommand } from './commands/check-config.js';
-import { demoCommand } from './commands/demo.js';
 import { EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, type CommandIo } from './commands/io.js';
-import { runCommand } from './commands/run.js';
-import { simulateCommand } from './commands/simulate.js';
-import { tokenCommand } from './commands/token.js';
-import { translationCommand } from './commands/translation.js';
+
+// Commands load lazily: `run` must not pay for the simulator's certificate library or the
+// localization schema at start-up (start-to-ready is a benchmark target).
+const commands = {
+  run: () => import('./commands/run.js').then((m) => m.runCommand),
+  demo: () => import('./commands/demo.js').then((m) => m.demoCommand),
+  simulate: () => import('./commands/simulate.js').then((m) => m.simulateCommand),
+  token: () => import('./commands/token.js').then((m) => m.tokenCommand),
+  checkConfig: () => import('./commands/check-config.js').then((m) => m.checkConfigCommand),
+  translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
+};
 
 /**
  * The process entry: the only place that reads argv and the environment, installs signal
@@ -50,12 +55,12 @@ const configOption = () => new Option('-c, --config <file>', 'configuration file
 
 program.command('run').description('run the sidecar in the foreground (JSON logs on stdout)')
   .addOption(configOption())
-  .action((o: { config?: string }) => { result = runCommand(o, io); });
+  .action((o: { config?: string }) => { result = commands.run().then((f) => f(o, io)); });
 program.command('demo').description('start a simulated service with a sidecar in front of it and print curl lines to try')
   .option('--port <n>', 'proxy listener port (default: a free one)', port)
   .option('--admin-port <n>', 'admin listener port (default: a free one)', port)
   .option('--ttl <seconds>', 'token lifetime the simulated service grants', positive, 60)
-  .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = demoCommand(o, io); });
+  .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = commands.demo().then((f) => f(o, io)); });
 program.command('simulate').description('run the simulated B2B service alone, for integration tests')
   .option('--port <n>', 'listen port', port, 8443)
   .option('--host <address>', 'listen address', '127.0.0.1')
@@ -65,19 +70,19 @@ program.command('simulate').description('run the simulated B2B service alone, fo
   .option('--allow <cidr>', 'allowed client address or CIDR (repeatable; default: any)', collect)
   .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
   .option('--latency-ms <ms>', 'latency added to every answer', (v) => Number(v))
-  .action((o: Parameters<typeof simulateCommand>[0]) => { result = simulateCommand(o, io); });
+  .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => f(o, io)); });
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())
   .option('--json', 'print the whole AuthResult')
-  .action((o: { config?: string; json?: boolean }) => { result = tokenCommand(o, io); });
+  .action((o: { config?: string; json?: boolean }) => { result = commands.token().then((f) => f(o, io)); });
 program.command('check-config').description('validate the configuration and print it with secrets redacted')
   .addOption(configOption())
-  .action((o: { config?: string }) => { result = checkConfigCommand(o, io); });
+  .action((o: { config?: string }) => { result = commands.checkConfig().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')
   .addOption(configOption())
   .option('--json', 'print the validated translation object')
-  .action((ref: string, o: { config?: string; json?: boolean }) => { result = translationCommand({ ref, ...o }, io); });
+  .action((ref: string, o: { config?: string; json?: boolean }) => { result = commands.translation().then((f) => f({ ref, ...o }, io)); });
 
 try {
   program.parse(process.argv);

@@ -3,6 +3,7 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
 import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
+import { trustContext } from './tls.js';
 import type { EngineOptions, ProxyEngine, UpstreamResponse } from './proxy-engine.js';
 
 /** The client response is ours to write; http-proxy only checks these two flags. */
@@ -36,7 +37,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     maxFreeSockets: options.maxSockets,
     timeout: options.keepAliveTimeoutMs,
     scheduling: 'lifo',
-    ...(options.ca ? { ca: options.ca } : {}),
+    ...(options.ca ? { secureContext: trustContext(options.ca) } : {}),
     rejectUnauthorized: true,
   });
   const proxy = httpProxy.createProxyServer({
@@ -47,7 +48,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     xfwd: false,
     secure: true,
     followRedirects: false,
-    ...(options.ca ? { ca: options.ca.join('\n') } : {}),
+    // No `ca` here: http-proxy would copy it into every request; the agent's context applies.
   });
   // Without an 'error' listener http-proxy crashes the process (PITFALLS 1); errors are also
   // delivered to each call's callback below.

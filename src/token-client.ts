@@ -1,3 +1,4 @@
+import { trustContext } from './tls.js';
 import { Agent, fetch, type Response } from 'undici';
 import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from './errors.js';
 
@@ -55,7 +56,7 @@ export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions
   const url = gentokenUrl(baseUrl);
   // fetch ignores https.Agent; the CA must reach undici's connector (PITFALLS 13).
   const agent = new Agent({
-    connect: ca ? { ca, rejectUnauthorized: true } : { rejectUnauthorized: true },
+    connect: ca ? { secureContext: trustContext(ca), rejectUnauthorized: true } : { rejectUnauthorized: true },
     // Renewals are minutes apart: a short idle timeout avoids reusing a socket the server closed.
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 10_000,

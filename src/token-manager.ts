@@ -81,6 +81,8 @@ export class TokenManager {
   readonly #onRefresh: ((result: RefreshResult, seconds: number) => void) | undefined;
   readonly #options: TokenManagerOptions;
   readonly #file: TokenFileWriter | undefined;
+  #deferred: Promise<TokenSnapshot> | undefined;
+  #mintedAfter401: TokenSnapshot | undefined;
   readonly #slow: Backoff;
   readonly #fast: Backoff;
   #token: TokenSnapshot | undefined;
@@ -143,12 +145,28 @@ export class TokenManager {
    */
   invalidate(generation: number): Promise<TokenSnapshot> {
     const token = this.#token;
-    if (this.#stopped || (token && token.generation > generation)) return this.#settled();
+    if (this.#stopped) return this.#settled();
+    // A newer token is safe to reuse only if it was minted because of a 401: it then postdates
+    // the revocation. One from a routine renewal may predate the revocation that rejected the
+    // older token, and would be rejected as well (seen in the soak benchmark).
+    if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#settled();
     if (this.#inflight) return this.#bounded(this.#inflight);
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#failure !== undefined) return this.#settled();
     const now = this.#clock.now();
-    if (now - this.#lastInvalidateAt < INVALIDATE_INTERVAL_MS) return this.#settled();
+    const wait = this.#lastInvalidateAt + INVALIDATE_INTERVAL_MS - now;
+    if (wait > 0) {
+      // Too soon after the last 401-triggered refresh: defer one refresh to the end of the
+      // window and let every 401 in the meantime wait for it, so a service rejecting every
+      // token cannot turn traffic into a gentoken storm, yet a second revocation still heals.
+      this.#deferred ??= new Promise<TokenSnapshot>((resolve, reject) => {
+        this.#clock.setTimeout(() => {
+          this.#deferred = undefined;
+          this.invalidate(generation).then(resolve, reject);
+        }, wait);
+      });
+      return this.#bounded(this.#deferred);
+    }
     this.#lastInvalidateAt = now;
     if (token && token.generation === generation) this.#bad = true;
     this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
@@ -238,6 +256,7 @@ export class TokenManager {
       lifetimeSeconds,
     });
     this.#token = token;
+    if (trigger === 'upstream 401') this.#mintedAfter401 = token;
     this.#usableUntil = token.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs * MARGIN_FRACTION);
     this.#bad = false;
     this.#failure = undefined;

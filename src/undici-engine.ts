@@ -1,4 +1,5 @@
 import { Pool } from 'undici';
+import { trustContext } from './tls.js';
 import { basePathOf, type EngineOptions, type ProxyEngine } from './proxy-engine.js';
 
 /**
@@ -16,7 +17,7 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.bodyTimeoutMs,
     connect: {
-      ...(options.ca ? { ca: options.ca } : {}),
+      ...(options.ca ? { secureContext: trustContext(options.ca) } : {}),
       rejectUnauthorized: true,
       // SNI and the certificate check always use the service's host, never the client's Host (PITFALLS 5).
       servername: isIpLiteral(options.baseUrl.hostname) ? undefined : options.baseUrl.hostname,

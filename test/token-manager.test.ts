@@ -254,14 +254,29 @@ describe('token manager: single flight and invalidation', () => {
     await t.close();
   });
 
-  it('starts at most one 401-triggered refresh per second', async () => {
+  it('does not reuse a routinely renewed token for a 401 on the older one: it may predate the revocation', async () => {
+    const t = await started({ random: () => 0 });
+    await t.advance(594_000);
+    assert.equal(t.manager.current()?.generation, 2);
+    assert.equal(t.calls.length, 2);
+    // A request that carried generation 1 was rejected after generation 2 was minted.
+    const renewed = await t.manager.invalidate(1);
+    assert.equal(renewed.generation, 3);
+    assert.equal(t.calls.length, 3);
+    await t.close();
+  });
+
+  it('starts at most one 401-triggered refresh per second, deferring later ones to the end of the window', async () => {
     const t = await started();
     await t.manager.invalidate(1);
-    const same = await t.manager.invalidate(2);
-    assert.equal(same.generation, 2, 'within the window the current token is returned');
     assert.equal(t.calls.length, 2);
-    await t.advance(1000);
-    assert.equal((await t.manager.invalidate(2)).generation, 3);
+    // A second revocation within the window: every 401 waits for one deferred refresh.
+    const deferred = Array.from({ length: 5 }, () => t.manager.invalidate(2));
+    await t.advance(500);
+    assert.equal(t.calls.length, 2, 'no gentoken call inside the window');
+    await t.advance(500);
+    const renewed = await Promise.all(deferred);
+    assert.ok(renewed.every((x) => x.generation === 3));
     assert.equal(t.calls.length, 3);
     await t.close();
   });

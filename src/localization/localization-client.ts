@@ -1,3 +1,4 @@
+import { trustContext } from '../tls.js';
 import { Agent, request } from 'undici';
 import { InvalidResponseError } from '../errors.js';
 import {
@@ -50,7 +51,7 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
     throw new Error(`localization baseUrl must be https:// (got ${base.protocol})`);
   }
   const root = options.baseUrl.replace(/\/+$/, '');
-  const agent = new Agent({ connect: options.ca ? { ca: options.ca } : {}, keepAliveTimeout: 4000 });
+  const agent = new Agent({ connect: options.ca ? { secureContext: trustContext(options.ca) } : {}, keepAliveTimeout: 4000 });
   const wallNow = options.wallNow ?? Date.now;
   let closed: Promise<void> | undefined;
 
