@@ -38,7 +38,8 @@ export const STRIPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
 
 /** Header names a `Connection` header nominates as hop-by-hop (lower-cased); empty when absent. */
 export function connectionNominated(value: string | string[] | undefined): Set<string> | undefined {
-  if (value === undefined) return undefined;
+  // The usual values nominate nothing but themselves; skip the parse on the hot path.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return undefined;
   const names = new Set<string>();
   for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
     const name = part.trim().toLowerCase();

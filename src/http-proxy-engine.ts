@@ -71,7 +71,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           if (settled) return;
           settled = true;
           clearTimeout(deadline);
-          request.signal.removeEventListener('abort', onAbort);
+          request.signal.off('abort', onAbort);
           if (err) reject(err);
           else resolve(response!);
         };
@@ -85,7 +85,8 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
           options.headersTimeoutMs,
         );
-        request.signal.addEventListener('abort', onAbort, { once: true });
+        if (request.signal.aborted) return onAbort();
+        request.signal.once('abort', onAbort);
         exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
           // Idle deadline while the body streams: an upstream dripping bytes must still end.
           const socket = proxyRes.socket;

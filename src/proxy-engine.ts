@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 
 /** One request to the upstream, with final headers (credentials already attached). */
@@ -8,8 +9,8 @@ export interface UpstreamRequest {
   headers: Record<string, string | string[]>;
   /** A buffered body (replayable), the client's stream (not replayable), or none. */
   body: Buffer | Readable | undefined;
-  /** Aborted when the client goes away; the engine must then release the upstream request. */
-  signal: AbortSignal;
+  /** Fires when the client goes away; the engine must then release the upstream request. */
+  signal: ClientGone;
 }
 
 export interface UpstreamResponse {
@@ -41,6 +42,21 @@ export interface EngineOptions {
   headersTimeoutMs: number;
   /** Longest silence while the response body streams before the exchange is aborted. */
   bodyTimeoutMs: number;
+}
+
+/**
+ * A one-shot abort signal as an EventEmitter (undici accepts one). An AbortController per
+ * request costs an EventTarget, and aborting one builds a DOMException with a stack; both
+ * showed up in the hot-path profile.
+ */
+export class ClientGone extends EventEmitter {
+  aborted = false;
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.emit('abort');
+  }
 }
 
 /** Joins the base URL's path and a request path without doubling or losing slashes. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { pipeline, Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Logger } from 'winston';
 import { rewriteCookie, rewriteQuery } from './attach.js';
 import type { Clock } from './clock.js';
@@ -7,7 +7,7 @@ import type { CredentialSource, RouteCredentials } from './credential-source.js'
 import { SidecarError } from './errors.js';
 import { connectionNominated, STRIPPED_REQUEST_HEADERS, STRIPPED_RESPONSE_HEADERS } from './hop-by-hop.js';
 import type { IpGuard } from './ip-guard.js';
-import type { ProxyEngine, UpstreamResponse } from './proxy-engine.js';
+import { ClientGone, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
 import { planBody, type BodyPlan } from './request-body.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from './upstream-error.js';
@@ -103,24 +103,24 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       return respond(405, `method ${method} not allowed on this route`, { allow: [...route.methods].join(', ') });
     }
 
-    const abort = new AbortController();
+    const gone = new ClientGone();
     res.once('close', () => {
       // The client went away before the response was complete: release the upstream request.
-      if (!res.writableFinished) abort.abort();
+      if (!res.writableFinished) gone.abort();
     });
 
     const credentials = route.credentials.current();
     const bodyPlan = planBody(req, options.replayBodyLimitBytes);
     if (credentials && !(bodyPlan instanceof Promise)) {
-      forward(route, req, res, credentials, bodyPlan, abort.signal, started, url.slice(route.prefix.length) || '/').catch(fail);
+      forward(route, req, res, credentials, bodyPlan, gone, started, url.slice(route.prefix.length) || '/').catch(fail);
     } else {
       Promise.all([credentials ?? route.credentials.acquire(), bodyPlan])
-        .then(([c, b]) => forward(route, req, res, c, b, abort.signal, started, url.slice(route.prefix.length) || '/'))
+        .then(([c, b]) => forward(route, req, res, c, b, gone, started, url.slice(route.prefix.length) || '/'))
         .catch(fail);
     }
 
     function fail(err: unknown) {
-      if (abort.signal.aborted || res.destroyed) return; // client gone: nobody to answer
+      if (gone.aborted || res.destroyed) return; // client gone: nobody to answer
       const answer = answerForUpstreamError(err);
       if (!(err instanceof SidecarError)) logger.warn('upstream request failed', { route: route.name, status: answer.status, reason: answer.message, code: (err as { code?: string }).code });
       if (res.headersSent) res.destroy();
@@ -130,7 +130,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
 
   async function forward(
     route: ProxyRoute, req: IncomingMessage, res: ServerResponse, credentials: RouteCredentials,
-    body: BodyPlan, signal: AbortSignal, started: number, path: string,
+    body: BodyPlan, signal: ClientGone, started: number, path: string,
   ): Promise<void> {
     const method = req.method ?? 'GET';
     const send = (c: RouteCredentials) => route.engine.send({
@@ -167,9 +167,14 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const headers = responseHeaders(upstream.headers);
     metrics.responseStarted(route.name, req.method ?? 'GET', upstream.status, (clock.now() - started) / 1000);
     res.writeHead(upstream.status, headers);
-    pipeline(upstream.body, res, (err) => {
-      if (err && !res.writableFinished) res.destroy();
+    // pipe() rather than pipeline(): pipeline allocates an AbortController per call and aborts
+    // it on completion (a DOMException each time), a measurable cost on this path.
+    const body = upstream.body;
+    body.once('error', () => res.destroy());
+    res.once('close', () => {
+      if (!res.writableFinished) body.destroy();
     });
+    body.pipe(res);
   }
 }
 

@@ -31,7 +31,7 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
         path: basePath + request.path,
         headers: request.headers,
         body: request.body ?? null,
-        signal: request.signal,
+        signal: request.signal as unknown as AbortSignal,
       });
       return { status: response.statusCode, headers: response.headers, body: response.body };
     },
