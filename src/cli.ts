@@ -26,7 +26,19 @@ const io: CommandIo = {
   onSignal: (signal, handler) => process.on(signal, handler),
 };
 
-const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+/** The package version; the file sits one level up from dist/ or two from the bundle in dist/bundle/. */
+function packageVersion(): string {
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'b2b-sidecar' && pkg.version) return pkg.version;
+    } catch {
+      // try the next location
+    }
+  }
+  return 'unknown';
+}
+const version = packageVersion();
 
 function port(value: string): number {
   const n = Number(value);

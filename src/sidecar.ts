@@ -6,18 +6,13 @@ import { createAdminApp } from './admin.js';
 import { compileAttachments } from './attach.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config-schema.js';
-import { staticCredentials, tokenCredentials } from './credential-source.js';
+import { tokenCredentials } from './credential-source.js';
 import { createCredentialStore, type CredentialStore } from './credentials.js';
-import { TokenUnavailableError } from './errors.js';
 import { compileIpGuard } from './ip-guard.js';
-import { createLocalizationClient, type LocalizationClient } from './localization/localization-client.js';
-import { createTokenSource, type TokenSource } from './localization/token-source.js';
-import { createTranslationExporter, type TranslationExporter } from './localization/translation-exporter.js';
-import { parseTranslationRef } from './localization/translation-ref.js';
+import type { LocalizationPart } from './localization/localization-part.js';
 import { createMetrics, createRegistry, type Metrics } from './metrics.js';
 import { createProxyEngine } from './create-engine.js';
 import { createProxyHandler, type ProxyRoute } from './proxy-handler.js';
-import type { ProxyEngine } from './proxy-engine.js';
 import { createListener, type Listener } from './proxy-server.js';
 import type { SecretSet } from './secrets.js';
 import { loadTrustedCas } from './tls.js';
@@ -70,6 +65,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   let drained: Promise<void> | undefined;
   let listener: Listener | undefined;
   let credentials: CredentialStore | undefined;
+  let localization: LocalizationPart | undefined;
   let markDone!: () => void;
   const done = new Promise<void>((resolve) => (markDone = resolve));
 
@@ -98,7 +94,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
       headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs,
     };
-    const serviceEngine = createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
+    const serviceEngine = await createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
     stops.push(() => serviceEngine.close());
     const routes: ProxyRoute[] = [{
       name: 'service', prefix: '', engine: serviceEngine,
@@ -107,7 +103,14 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       stripQuery: attachments.queryNames, stripCookies: attachments.cookieNames,
     }];
     const l10n = config.localization;
-    if (l10n) routes.push(startLocalization(l10n, attachments, engineOptions));
+    if (l10n) {
+      // Loaded only when configured: the localization schema and poller cost start-up time.
+      const { startLocalizationPart } = await import('./localization/localization-part.js');
+      const part = await startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions, serviceAttachments: attachments, registry, clock, logger, secrets });
+      localization = part;
+      stops.push(() => part.stop());
+      routes.push(part.route);
+    }
 
     const handler = createProxyHandler({
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
@@ -138,43 +141,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     return { port, adminPort };
   }
 
-  function startLocalization(
-    l10n: NonNullable<Config['localization']>, serviceAttachments: ReturnType<typeof compileAttachments>,
-    engineOptions: Omit<Parameters<typeof createProxyEngine>[1], 'baseUrl' | 'ca'>,
-  ): ProxyRoute {
-    const ca = loadTrustedCas(l10n.caFile);
-    const token: TokenSource = createTokenSource(l10n, { secrets, onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }) });
-    stops.push(() => token.close());
-    const engine: ProxyEngine = createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(l10n.baseUrl), ca, headersTimeoutMs: l10n.timeoutMs });
-    stops.push(() => engine.close());
-    if (l10n.watch.length > 0) {
-      const client: LocalizationClient = createLocalizationClient({ baseUrl: l10n.baseUrl, ca, token, timeoutMs: l10n.timeoutMs, allowInsecureHttp: l10n.allowInsecureHttp });
-      const exporter: TranslationExporter = createTranslationExporter({
-        registry, client, watch: l10n.watch.map((ref) => parseTranslationRef(ref)),
-        pollIntervalSeconds: l10n.pollIntervalSeconds, clock, logger,
-      });
-      exporter.start();
-      stops.push(() => client.close(), () => exporter.stop());
-    }
-    let lastToken: string | undefined;
-    let prepared = { headers: [] as Array<readonly [string, string]>, query: '', cookie: '' };
-    return {
-      name: 'localization', prefix: l10n.pathPrefix, engine, methods: new Set(['GET', 'HEAD']),
-      credentials: staticCredentials(() => {
-        const value = token();
-        if (value !== lastToken) {
-          lastToken = value;
-          prepared = { headers: value ? [['authorization', `Token ${value}`]] : [], query: '', cookie: '' };
-        }
-        return prepared;
-      }, () => new TokenUnavailableError('no localization token')),
-      // The B2B credentials must never reach the localization server, whoever sent them.
-      stripHeaders: new Set(['authorization', ...serviceAttachments.headerNames]),
-      stripQuery: serviceAttachments.queryNames, stripCookies: serviceAttachments.cookieNames,
-    };
-  }
-
   async function reloadCredentials() {
+    localization?.reload();
     if (!credentials || !tokens) return;
     try {
       if (await credentials.reload()) {

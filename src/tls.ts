@@ -21,5 +21,14 @@ export function loadTrustedCas(caFile: string | undefined): string[] | undefined
  * benchmark's profile); a shared context is built once at start-up.
  */
 export function trustContext(ca: string[] | undefined): SecureContext | undefined {
-  return ca ? createSecureContext({ ca }) : undefined;
+  if (!ca) return undefined;
+  // The token client and the proxy engine share one CA list: build its context once.
+  let context = contexts.get(ca);
+  if (!context) {
+    context = createSecureContext({ ca });
+    contexts.set(ca, context);
+  }
+  return context;
 }
+
+const contexts = new WeakMap<string[], SecureContext>();

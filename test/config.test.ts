@@ -251,3 +251,15 @@ describe('redactConfig', () => {
     assert.equal(config.credentials.apiKey, 'key-1234');
   });
 });
+
+describe('ConfigSchema itself', () => {
+  it('is a valid JSON Schema (the runtime validator skips this check to start faster)', async () => {
+    const { Ajv } = await import('ajv');
+    const { ConfigSchema } = await import('../src/config-schema.js');
+    const ajv = new Ajv({ strict: true, allErrors: true });
+    ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
+    ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
+    assert.equal(ajv.validateSchema(ConfigSchema), true, JSON.stringify(ajv.errors));
+    assert.doesNotThrow(() => ajv.compile(ConfigSchema));
+  });
+});

@@ -1,0 +1,88 @@
+import type { Registry } from 'prom-client';
+import type { Logger } from 'winston';
+import type { CompiledAttachments, PreparedAttachments } from '../attach.js';
+import type { Clock } from '../clock.js';
+import type { LocalizationConfig } from '../config-schema.js';
+import { staticCredentials } from '../credential-source.js';
+import { createProxyEngine } from '../create-engine.js';
+import { TokenUnavailableError } from '../errors.js';
+import type { EngineOptions } from '../proxy-engine.js';
+import type { ProxyRoute } from '../proxy-handler.js';
+import type { SecretSet } from '../secrets.js';
+import { createLocalizationClient } from './localization-client.js';
+import { localizationRoute } from './localization-route.js';
+import { createTranslationExporter } from './translation-exporter.js';
+import { parseTranslationRef } from './translation-ref.js';
+
+export interface LocalizationPart {
+  route: ProxyRoute;
+  /** Re-reads the token file (SIGHUP). */
+  reload(): void;
+  /** Stops the poller, the pools and the file watcher; idempotent. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The localization feature as one part of the sidecar: the `/l10n` proxy route with its own
+ * token, and the poller that exports watched translations. Loaded only when configured.
+ */
+export async function startLocalizationPart(
+  cfg: LocalizationConfig,
+  deps: {
+    engine: 'undici' | 'http-proxy';
+    engineOptions: Omit<EngineOptions, 'baseUrl' | 'ca'>;
+    /** The service route's attachments: their names are stripped so B2B credentials never leak here. */
+    serviceAttachments: CompiledAttachments;
+    registry: Registry;
+    clock: Clock;
+    logger: Logger;
+    secrets: SecretSet;
+  },
+): Promise<LocalizationPart> {
+  const { logger } = deps;
+  const described = localizationRoute(cfg, {
+    secrets: deps.secrets,
+    onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }),
+  });
+  const engine = await createProxyEngine(deps.engine, { ...deps.engineOptions, baseUrl: new URL(cfg.baseUrl), ca: described.ca, headersTimeoutMs: cfg.timeoutMs });
+  const client = cfg.watch.length > 0
+    ? createLocalizationClient({ baseUrl: cfg.baseUrl, ca: described.ca, token: () => described.authorizationHeader()?.slice('Token '.length), timeoutMs: cfg.timeoutMs, allowInsecureHttp: cfg.allowInsecureHttp })
+    : undefined;
+  const exporter = client && createTranslationExporter({
+    registry: deps.registry, client, watch: cfg.watch.map((ref) => parseTranslationRef(ref)),
+    pollIntervalSeconds: cfg.pollIntervalSeconds, clock: deps.clock, logger,
+  });
+  exporter?.start();
+
+  let lastHeader: string | undefined;
+  let prepared: PreparedAttachments = { headers: [], query: '', cookie: '' };
+  const serviceNames = deps.serviceAttachments;
+  let stopped: Promise<void> | undefined;
+  return {
+    route: {
+      name: 'localization', prefix: cfg.pathPrefix, engine, methods: new Set(['GET', 'HEAD']),
+      credentials: staticCredentials(() => {
+        const header = described.authorizationHeader();
+        if (header !== lastHeader) {
+          lastHeader = header;
+          prepared = { headers: header ? [['authorization', header]] : [], query: '', cookie: '' };
+        }
+        return prepared;
+      }, () => new TokenUnavailableError('no localization token')),
+      // Whatever the client sent, no B2B credential reaches the localization server.
+      stripHeaders: new Set(['authorization', ...serviceNames.headerNames]),
+      stripQuery: serviceNames.queryNames,
+      stripCookies: serviceNames.cookieNames,
+    },
+    reload: () => described.reloadToken(),
+    stop() {
+      stopped ??= (async () => {
+        await exporter?.stop();
+        await client?.close();
+        await engine.close();
+        described.close();
+      })();
+      return stopped;
+    },
+  };
+}
