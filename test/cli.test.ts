@@ -16,7 +16,7 @@ async function configFor(baseUrl: string, extra = ''): Promise<string> {
   const file = join(dir, 'sidecar.yaml');
   writeFileSync(file, [
     'listen: { host: 127.0.0.1, port: 0 }',
-    'admin: { host: 127.0.0.1, port: 0 }',
+    extra.startsWith('admin:') ? '' : 'admin: { host: 127.0.0.1, port: 0 }',
     `service: { baseUrl: "${baseUrl}", caFile: "${(await testTls()).caFile}" }`,
     `credentials: { apiKey: "${CREDENTIALS.apiKey}", password: "${CREDENTIALS.password}", rkObjectId: "${CREDENTIALS.rkObjectId}" }`,
     extra,
@@ -91,6 +91,36 @@ describe('command line', () => {
       assert.equal(answer.status, 200);
       assert.equal(await p.exited, 0);
       for (const secret of [CREDENTIALS.apiKey, CREDENTIALS.password]) assert.equal(p.stdout().includes(secret), false);
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it('a second signal exits at once instead of waiting for the drain', async () => {
+    const sim = await startSimulator();
+    try {
+      const file = await configFor(sim.baseUrl, 'shutdown: { delaySeconds: 30, timeoutSeconds: 30 }');
+      const p = spawnCli(['run', '--config', file]);
+      await p.waitFor(/token obtained/);
+      p.child.kill('SIGTERM');
+      await p.waitFor(/draining/);
+      p.child.kill('SIGINT');
+      assert.equal(await p.exited, 130);
+    } finally {
+      await sim.stop();
+    }
+  });
+
+  it('POST /shutdown on the admin listener drains and exits 0 when admin.allowShutdown is true', async () => {
+    const sim = await startSimulator();
+    try {
+      const file = await configFor(sim.baseUrl, 'admin: { host: 127.0.0.1, port: 0, allowShutdown: true }');
+      const p = spawnCli(['run', '--config', file]);
+      const started = await p.waitFor(/"admin":"127\.0\.0\.1:(\d+)"/);
+      await p.waitFor(/token obtained/);
+      const res = await fetch(`http://127.0.0.1:${started[1]}/shutdown`, { method: 'POST' });
+      assert.equal(res.status, 202);
+      assert.equal(await p.exited, 0);
     } finally {
       await sim.stop();
     }

@@ -337,8 +337,8 @@ describe('deploy/kubernetes: agreement with sidecar.yaml', () => {
   it('requests CPU and memory and limits memory', () => {
     const r = sidecar.resources!;
     assert.equal(r.requests?.cpu, '50m');
-    assert.equal(r.requests?.memory, '64Mi');
-    assert.equal(r.limits?.memory, '128Mi');
+    assert.equal(r.requests?.memory, '96Mi');
+    assert.equal(r.limits?.memory, '256Mi');
   });
 
   it('gives the pod longer to terminate than shutdown.delaySeconds + timeoutSeconds', () => {

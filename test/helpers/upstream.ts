@@ -11,6 +11,8 @@ export interface TestUpstream {
   /** Every non-gentoken request seen. */
   readonly seen: Array<{ method: string; url: string; headers: IncomingMessage['headers'] }>;
   tokenRequests: number;
+  /** Bodies of every gentoken request, in order. */
+  readonly tokenBodies: string[];
   /** Resolves once `open` drops to `n` (bounded by the test's own timeout). */
   waitOpen(n: number): Promise<void>;
   close(): Promise<void>;
@@ -30,14 +32,17 @@ export async function startUpstream(
   const seen: TestUpstream['seen'] = [];
   const waiters: Array<{ n: number; resolve: () => void }> = [];
   const state = { tokenRequests: 0 };
+  const tokenBodies: string[] = [];
   const settle = () => {
     for (const w of [...waiters]) if (open <= w.n) { waiters.splice(waiters.indexOf(w), 1); w.resolve(); }
   };
   const server: Server = createServer({ cert: tls.certPem, key: tls.keyPem }, (req, res) => {
     if (req.url === '/pub/b2b/v1/auth/gentoken') {
       state.tokenRequests++;
-      req.resume();
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
+        tokenBodies.push(Buffer.concat(chunks).toString());
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(JSON.stringify({ token: `tok-${state.tokenRequests}-abcdef`, refreshToken: null, aliveSecondsTtl: options.ttlSeconds ?? 900 }));
       });
@@ -55,6 +60,7 @@ export async function startUpstream(
     port,
     get open() { return open; },
     seen,
+    tokenBodies,
     get tokenRequests() { return state.tokenRequests; },
     set tokenRequests(v) { state.tokenRequests = v; },
     waitOpen: (n) => new Promise((resolve) => { waiters.push({ n, resolve }); settle(); }),
