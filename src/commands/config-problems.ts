@@ -1,4 +1,6 @@
+import type { Config } from '../config-schema.js';
 import { ConfigError } from '../errors.js';
+import { loadConfig } from '../load-config.js';
 import { EXIT_FAILURE, EXIT_USAGE, type CommandIo } from './io.js';
 
 /** Prints a configuration failure the way every command does; returns its exit code. */
@@ -9,4 +11,13 @@ export function reportConfigFailure(err: unknown, io: CommandIo): number {
   }
   io.stderr.write(`error: ${(err as Error).message}\n`);
   return EXIT_FAILURE;
+}
+
+/** Loads the configuration for a command, or reports why not and returns the exit code. */
+export async function loadConfigOrExit(path: string | undefined, io: CommandIo): Promise<Config | number> {
+  try {
+    return await loadConfig(path, io.env);
+  } catch (err) {
+    return reportConfigFailure(err, io);
+  }
 }

@@ -1,9 +1,7 @@
-import { loadConfig } from '../load-config.js';
 import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
-import type { Config } from '../config-schema.js';
-import { reportConfigFailure } from './config-problems.js';
+import { loadConfigOrExit } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
 
 /**
@@ -12,12 +10,8 @@ import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js
  * Exit codes: 0 after a drain, 1 when it cannot start, 2 for invalid configuration.
  */
 export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
-  let config: Config;
-  try {
-    config = await loadConfig(args.config, io.env);
-  } catch (err) {
-    return reportConfigFailure(err, io);
-  }
+  const config = await loadConfigOrExit(args.config, io);
+  if (typeof config === 'number') return config;
   const secrets = new SecretSet();
   const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
   return serve(createSidecar(config, { logger, secrets }), io, logger);

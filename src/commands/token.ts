@@ -1,12 +1,10 @@
 import { createCredentialStore } from '../credentials.js';
 import { TokenUnauthorizedError } from '../errors.js';
-import { loadConfig } from '../load-config.js';
 import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
 import { loadTrustedCas } from '../tls.js';
 import { createTokenClient } from '../token-client.js';
-import type { Config } from '../config-schema.js';
-import { reportConfigFailure } from './config-problems.js';
+import { loadConfigOrExit } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 
 /**
@@ -15,12 +13,8 @@ import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
  * Exit codes: 0 ok, 1 on a 401 (with the server's message) or any failure, 2 for invalid configuration.
  */
 export async function tokenCommand(args: { config?: string; json?: boolean }, io: CommandIo): Promise<number> {
-  let config: Config;
-  try {
-    config = await loadConfig(args.config, io.env);
-  } catch (err) {
-    return reportConfigFailure(err, io);
-  }
+  const config = await loadConfigOrExit(args.config, io);
+  if (typeof config === 'number') return config;
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
   const store = await createCredentialStore(config.credentials, { logger, secrets }).catch((err: Error) => err);
