@@ -109,15 +109,18 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       if (!res.writableFinished) gone.abort();
     });
 
-    const credentials = route.credentials.current();
+    const path = upstreamPath(url, route.prefix);
+    // Credentials are taken only once the body is read: a slow upload must not carry a token
+    // that expired while it was being buffered.
+    const go = (body: BodyPlan) => {
+      const credentials = route.credentials.current();
+      return credentials
+        ? forward(route, req, res, credentials, body, gone, started, path)
+        : route.credentials.acquire().then((c) => forward(route, req, res, c, body, gone, started, path));
+    };
     const bodyPlan = planBody(req, options.replayBodyLimitBytes);
-    if (credentials && !(bodyPlan instanceof Promise)) {
-      forward(route, req, res, credentials, bodyPlan, gone, started, url.slice(route.prefix.length) || '/').catch(fail);
-    } else {
-      Promise.all([credentials ?? route.credentials.acquire(), bodyPlan])
-        .then(([c, b]) => forward(route, req, res, c, b, gone, started, url.slice(route.prefix.length) || '/'))
-        .catch(fail);
-    }
+    if (bodyPlan instanceof Promise) bodyPlan.then(go).catch(fail);
+    else go(bodyPlan).catch(fail);
 
     function fail(err: unknown) {
       if (gone.aborted || res.destroyed) return; // client gone: nobody to answer
@@ -143,7 +146,10 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     let upstream = await send(credentials);
     if (upstream.status === 401 && route.credentials.renewAfterUnauthorized) {
       metrics.upstreamUnauthorized();
-      if (body.kind !== 'stream') {
+      if (body.kind === 'stream') {
+        // The body is gone, so no replay; but the token is still renewed for the next requests.
+        route.credentials.renewAfterUnauthorized(credentials).catch(() => undefined);
+      } else {
         // The service did not process a 401'd request, so replaying any method once is safe.
         const held = await hold(upstream);
         let renewed: RouteCredentials | undefined;
@@ -176,6 +182,13 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     });
     body.pipe(res);
   }
+}
+
+/** The path sent upstream: the route prefix removed, always starting with `/`. */
+function upstreamPath(url: string, prefix: string): string {
+  const rest = url.slice(prefix.length);
+  if (rest === '') return '/';
+  return rest.charCodeAt(0) === 63 /* ? */ ? `/${rest}` : rest;
 }
 
 function pickRoute(routes: ProxyRoute[], url: string): ProxyRoute {

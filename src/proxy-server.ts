@@ -19,6 +19,10 @@ export interface Listener {
   readonly inflight: number;
 }
 
+/** Responses still pending on a connection (pipelined requests queue behind each other). */
+const PENDING = Symbol('b2b-sidecar.pending');
+type CountedSocket = { [PENDING]?: number };
+
 const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
 
 /**
@@ -46,7 +50,12 @@ export function createListener(
     },
     (req, res) => {
       inflight++;
-      res.once('close', () => inflight--);
+      const socket = req.socket as typeof req.socket & CountedSocket;
+      socket[PENDING] = (socket[PENDING] ?? 0) + 1;
+      res.once('close', () => {
+        inflight--;
+        socket[PENDING]!--;
+      });
       // While draining, finish this request but do not keep the connection for another.
       if (closing) res.shouldKeepAlive = false;
       handler(req, res);
@@ -58,6 +67,12 @@ export function createListener(
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     if (err.code !== 'ECONNRESET') logger.debug('malformed or slow client request refused', { code: err.code, status });
+    // A bad pipelined request behind one still being answered: a raw answer now would be read
+    // as the response to the earlier request, so close the connection instead.
+    if (((socket as Duplex & CountedSocket)[PENDING] ?? 0) > 0) {
+      socket.destroy();
+      return;
+    }
     rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
   });
 

@@ -16,34 +16,49 @@ const MIN_SECRET_LENGTH = 4;
  * rotation because they may still appear in late log lines.
  */
 export class SecretSet {
-  #values = new Set<string>();
+  /** Credentials: kept for the life of the process, never trimmed. */
+  #permanent = new Set<string>();
+  /** Tokens: many over a long run, so only the most recent ones are kept. */
+  #rotating = new Set<string>();
   #pattern: RegExp | undefined;
-  readonly #maxRetained: number;
+  readonly #maxRotating: number;
 
-  constructor(maxRetained = 64) {
-    this.#maxRetained = maxRetained;
+  constructor(maxRotating = 64) {
+    this.#maxRotating = maxRotating;
   }
 
+  /** Adds a credential (password, ApiKey, localization token): scrubbed for the life of the process. */
   add(value: string | undefined): void {
-    if (!value || value.length < MIN_SECRET_LENGTH || this.#values.has(value)) return;
-    this.#values.add(value);
-    // Drop the oldest beyond the cap so a long-running process does not grow without bound.
-    while (this.#values.size > this.#maxRetained) {
-      const oldest = this.#values.values().next().value as string;
-      this.#values.delete(oldest);
+    if (!value || value.length < MIN_SECRET_LENGTH || this.#permanent.has(value)) return;
+    this.#rotating.delete(value);
+    this.#permanent.add(value);
+    this.#pattern = undefined;
+  }
+
+  /**
+   * Adds a token. Old tokens stay listed for a while after rotation because they may still appear
+   * in late log lines; beyond `maxRotating` the oldest is dropped so a long run does not grow
+   * without bound. Credentials added with `add` are never dropped.
+   */
+  addToken(value: string | undefined): void {
+    if (!value || value.length < MIN_SECRET_LENGTH || this.#permanent.has(value) || this.#rotating.has(value)) return;
+    this.#rotating.add(value);
+    while (this.#rotating.size > this.#maxRotating) {
+      const oldest = this.#rotating.values().next().value as string;
+      this.#rotating.delete(oldest);
     }
     this.#pattern = undefined;
   }
 
   has(value: string): boolean {
-    return this.#values.has(value);
+    return this.#permanent.has(value) || this.#rotating.has(value);
   }
 
   /** Returns `text` with every known secret (and its JSON-escaped form) replaced. */
   redact(text: string): string {
-    if (this.#values.size === 0) return text;
+    if (this.#permanent.size === 0 && this.#rotating.size === 0) return text;
     this.#pattern ??= new RegExp(
-      [...this.#values]
+      [...this.#permanent, ...this.#rotating]
         .flatMap((v) => [v, JSON.stringify(v).slice(1, -1)])
         .sort((a, b) => b.length - a.length)
         .map(escapeRegExp)

@@ -64,6 +64,7 @@ const JITTER_FRACTION = 0.1;
 const MIN_RENEW_DELAY_MS = 250;
 /** Upstream 401s may start at most one refresh per this interval. */
 const INVALIDATE_INTERVAL_MS = 1_000;
+const MAX_INVALIDATE_INTERVAL_MS = 60_000;
 const READY = Object.freeze({ ready: true });
 
 /**
@@ -83,6 +84,7 @@ export class TokenManager {
   readonly #file: TokenFileWriter | undefined;
   #deferred: Promise<TokenSnapshot> | undefined;
   #mintedAfter401: TokenSnapshot | undefined;
+  #invalidateInterval = INVALIDATE_INTERVAL_MS;
   readonly #slow: Backoff;
   readonly #fast: Backoff;
   #token: TokenSnapshot | undefined;
@@ -154,7 +156,10 @@ export class TokenManager {
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#failure !== undefined) return this.#settled();
     const now = this.#clock.now();
-    const wait = this.#lastInvalidateAt + INVALIDATE_INTERVAL_MS - now;
+    const wait = this.#lastInvalidateAt + this.#invalidateInterval - now;
+    // Escalated: tokens minted right after a 401 were rejected too, so the 401s are not about
+    // the token (or the service is broken). Pass them back at once instead of holding requests.
+    if (wait > 0 && this.#invalidateInterval > INVALIDATE_INTERVAL_MS) return this.#settled();
     if (wait > 0) {
       // Too soon after the last 401-triggered refresh: defer one refresh to the end of the
       // window and let every 401 in the meantime wait for it, so a service rejecting every
@@ -168,9 +173,25 @@ export class TokenManager {
       return this.#bounded(this.#deferred);
     }
     this.#lastInvalidateAt = now;
-    if (token && token.generation === generation) this.#bad = true;
+    const rejectedCurrent = token !== undefined && token.generation === generation;
+    if (rejectedCurrent && this.#mintedAfter401 === token) {
+      // A token obtained because of a 401 was rejected as well: back off 401-triggered refreshes
+      // (1 s, 2 s, 4 s … 60 s) so a 401 that is not about the token cannot lock the credentials out.
+      this.#invalidateInterval = Math.min(this.#invalidateInterval * 2, MAX_INVALIDATE_INTERVAL_MS);
+      this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', {
+        fingerprint: token.fingerprint, nextAllowedInSeconds: this.#invalidateInterval / 1000,
+      });
+    } else {
+      this.#invalidateInterval = INVALIDATE_INTERVAL_MS;
+    }
+    if (rejectedCurrent) this.#bad = true;
     this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
-    return this.#bounded(this.#refresh('upstream 401'));
+    const refreshed = this.#refresh('upstream 401').catch((err: unknown) => {
+      // The auth server failed, not necessarily the token: keep serving it while it is valid.
+      if (this.#token === token) this.#bad = false;
+      throw err;
+    });
+    return this.#bounded(refreshed);
   }
 
   /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */
@@ -235,7 +256,7 @@ export class TokenManager {
       this.#onFailure(err, trigger, this.#clock.now() - sentAt);
       throw new TokenUnavailableError(this.#reason());
     }
-    this.#secrets.add(result.token); // before anything could log it
+    this.#secrets.addToken(result.token); // before anything could log it
     this.#inflight = undefined;
     return this.#onSuccess(result, creds, sentAt, sentAtWall, trigger);
   }
@@ -349,7 +370,6 @@ export class TokenManager {
   #reason(): string {
     if (this.#failure === 'unauthorized') return 'credentials rejected by the auth server';
     if (this.#failure !== undefined) {
-      if (this.#token) return 'token expired and renewal is failing';
       return this.#failure === 'invalid' ? 'auth server sent an invalid response' : 'auth server unreachable';
     }
     if (!this.#token) return 'no token yet';

@@ -130,13 +130,14 @@ describe('command line', () => {
     const p = spawnCli(['demo']);
     try {
       await p.waitFor(/translation demo\/web\/en --config \S+/);
+      assert.match(p.stdout(), /^node \/\S+\/dist\/cli\.js translation /m, 'an absolute path, so it works from any directory');
       const lines = p.stdout().split('\n').filter((l) => l.startsWith('curl '));
       assert.ok(lines.length >= 3, p.stdout());
       for (const line of lines) {
         const { stdout } = await sh('sh', ['-c', `${line} -w '\\n%{http_code}'`]);
         assert.match(stdout, /\n200$/, `${line} → ${stdout.slice(-200)}`);
       }
-      const translation = p.stdout().match(/^node dist\/cli\.js (translation .+)$/m)![1]!.split(' ');
+      const translation = p.stdout().match(/^node \S+cli\.js (translation .+)$/m)![1]!.split(' ');
       const summary = await runCli(translation);
       assert.equal(summary.code, 0, summary.stderr);
       assert.match(summary.stdout, /translated/i);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { describe, it } from 'node:test';
 import { send, startSidecar, startSimulator, waitReady } from './helpers/stack.js';
 
@@ -28,6 +29,30 @@ describe('continuous traffic across token renewals', () => {
       // 2 s tokens renewed at ~66 %: about 7 renewals in 10 s, and never a storm.
       const renewals = sim.stats.tokensIssued - tokensBefore;
       assert.ok(renewals >= 5 && renewals <= 12, `${renewals} renewals`);
+    } finally {
+      await s.stop();
+      await sim.stop();
+    }
+  });
+
+  it('attaches the token current when the body has arrived, not the one when the upload began', async () => {
+    const sim = await startSimulator({ ttlSeconds: 2 });
+    const s = await startSidecar({ baseUrl: sim.baseUrl });
+    try {
+      await waitReady(s);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port: s.port, method: 'POST', path: '/pub/b2b/v1/echo', agent: false, headers: { 'content-length': 10 } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.write('12345');
+        // The token the sidecar held when the upload began expires meanwhile.
+        setTimeout(() => req.end('67890'), 2500);
+      });
+      assert.equal(status, 200);
+      assert.equal(sim.stats.expiredTokenPresented, 0);
+      assert.equal(sim.stats.unauthorizedApiRequests, 0);
     } finally {
       await s.stop();
       await sim.stop();

@@ -41,6 +41,12 @@ describe('localization route on the proxy listener', () => {
     assert.equal(JSON.stringify(seen.headers).includes(CREDENTIALS.apiKey), false);
   });
 
+  it('forwards a query on the bare prefix as "/?query" (regression: it became a 502)', async () => {
+    const res = await send(s.port, { path: '/l10n?format=json' });
+    assert.notEqual(res.status, 502);
+    assert.equal(l10n.stats.requests.at(-1)!.url, '/?format=json');
+  });
+
   it('answers HEAD', async () => {
     const res = await send(s.port, { method: 'HEAD', path: '/l10n/api/translations/demo/web/en/' });
     assert.equal(res.status, 200);

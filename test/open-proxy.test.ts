@@ -82,6 +82,13 @@ describe('never an open proxy', () => {
     assert.match(answer, /^HTTP\/1\.1 501/);
   });
 
+  it('does not let a malformed pipelined request answer in place of the pending one', async () => {
+    const answer = await raw(s.port,
+      'GET /pub/b2b/v1/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n' +
+      `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`);
+    assert.doesNotMatch(answer, /^HTTP\/1\.1 431/, 'the first bytes must not be a 431 for the second request');
+  });
+
   it('refuses oversized request headers with 431', async () => {
     const answer = await raw(s.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`);
     assert.match(answer, /^HTTP\/1\.1 431/);

@@ -96,6 +96,32 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('renews the token after a 401 on a streamed (chunked) upload it cannot replay', async () => {
+      const sim = await startSimulator();
+      const s = await startSidecar({ baseUrl: sim.baseUrl, engine });
+      try {
+        await waitReady(s);
+        const issued = sim.stats.tokensIssued;
+        sim.faults.revokeAll();
+        const { request } = await import('node:http');
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: s.port, method: 'POST', path: '/pub/b2b/v1/echo', agent: false }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          });
+          req.on('error', reject);
+          req.write('chunk one');
+          req.end('chunk two');
+        });
+        assert.equal(status, 401);
+        while (sim.stats.tokensIssued === issued) await new Promise((r) => setTimeout(r, 10));
+        assert.equal((await send(s.port, { path: '/pub/b2b/v1/echo' })).status, 200);
+      } finally {
+        await s.stop();
+        await sim.stop();
+      }
+    });
+
     it('passes a 401 back for a body too large to replay', async () => {
       const sim = await startSimulator();
       const s = await startSidecar({ baseUrl: sim.baseUrl, engine, overrides: { proxy: { replayBodyLimitBytes: 1024 } } });

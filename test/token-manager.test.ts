@@ -150,8 +150,8 @@ describe('token manager: schedule', () => {
     assert.equal(t.manager.status().ready, true);
     await t.advance(1);
     assert.equal(t.manager.current(), undefined);
-    assert.deepEqual(t.manager.status(), { ready: false, reason: 'token expired and renewal is failing' });
-    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: 'token expired and renewal is failing' });
+    assert.deepEqual(t.manager.status(), { ready: false, reason: 'auth server unreachable' });
+    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: 'auth server unreachable' });
     await t.close();
   });
 
@@ -278,6 +278,32 @@ describe('token manager: single flight and invalidation', () => {
     const renewed = await Promise.all(deferred);
     assert.ok(renewed.every((x) => x.generation === 3));
     assert.equal(t.calls.length, 3);
+    await t.close();
+  });
+
+  it('backs off 401-triggered renewals when freshly obtained tokens are rejected too', async () => {
+    const t = await started();
+    // Every token is "rejected": each 401 names the current generation.
+    await t.manager.invalidate(1); // gen 2, minted after a 401
+    await t.advance(1000);
+    await t.manager.invalidate(2); // gen 3: rejected again → interval 2 s
+    assert.equal(t.calls.length, 3);
+    await t.advance(1000);
+    const passedBack = await t.manager.invalidate(3); // inside the escalated window: no wait, no call
+    assert.equal(passedBack.generation, 3);
+    assert.equal(t.calls.length, 3);
+    await t.advance(1000);
+    await t.manager.invalidate(3);
+    assert.equal(t.calls.length, 4);
+    assert.match(t.log.text(), /slowing down 401-triggered renewals/);
+    await t.close();
+  });
+
+  it('keeps serving a valid token when the 401-triggered renewal fails on an auth-server fault', async () => {
+    const t = await started();
+    t.respond = () => ({ status: 500 });
+    await assert.rejects(t.manager.invalidate(1));
+    assert.equal(t.manager.current()?.generation, 1, 'the token is still valid: keep using it');
     await t.close();
   });
 

@@ -1,6 +1,7 @@
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { validateConfig } from '../config.js';
 import { createLogger } from '../logger.js';
@@ -69,7 +70,7 @@ export async function demoCommand(args: { port?: number; adminPort?: number; ttl
       `curl -s ${admin}/metrics`,
       '',
       'And the translation command:',
-      `node dist/cli.js translation demo/web/en --config ${configFile}`,
+      `node ${fileURLToPath(new URL('../cli.js', import.meta.url))} translation demo/web/en --config ${configFile}`,
       '',
     ].join('\n'));
   });
