@@ -2,8 +2,20 @@
 // and compiling ~400 separate module files made `run` take ~700 ms to listen; bundled it is
 // well under the 300 ms start-to-ready target. dist/*.js from tsc stay for library use.
 import { build } from 'esbuild';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import { Ajv } from 'ajv';
+import standaloneCode from 'ajv/dist/standalone/index.js';
+import { ConfigSchema } from '../dist/config-schema.js';
+import { AJV_OPTIONS, addAnnotationKeywords } from '../dist/config.js';
 
+// The config validator as standalone code, so `run` does not compile the schema at start-up.
+const ajv = addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, code: { source: true } }));
+const validatorCode = standaloneCode.default(ajv, ajv.compile(ConfigSchema));
+await writeFile('dist/config-validator.cjs', validatorCode);
+
+
+// Chunk names carry content hashes: clear the old ones so no stale chunk ships.
+await rm('dist/bundle', { recursive: true, force: true });
 await build({
   entryPoints: ['dist/cli.js'],
   outdir: 'dist/bundle',
@@ -19,4 +31,6 @@ await build({
   // CommonJS dependencies call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __b2bRequire } from 'node:module'; const require = __b2bRequire(import.meta.url);" },
 });
+// Next to the chunks too: config.ts looks for it beside itself.
+await writeFile('dist/bundle/config-validator.cjs', validatorCode);
 await writeFile('dist/cli.js', "#!/usr/bin/env node\n// Entry point: the bundled CLI (see scripts/bundle.mjs).\nimport './bundle/cli.js';\n", { mode: 0o755 });

@@ -1,4 +1,5 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { createRequire } from 'node:module';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { ConfigSchema, type Config } from './config-schema.js';
 import { checkSemantics } from './config-checks.js';
 import { formatProblem, redactBySchema, schemaAt, type ConfigPath } from './config-walk.js';
@@ -6,18 +7,29 @@ import { ConfigError } from './errors.js';
 
 export type { Config } from './config-schema.js';
 
-/**
- * Compiled once per process: the schema is static. allErrors so every problem is reported at
- * once; useDefaults fills in every default; strict mode catches schema typos, with the project's
- * annotation keywords declared so strict mode accepts them.
- */
-const validate = (() => {
-  // validateSchema: false skips compiling the JSON Schema meta-schema at every start (~50 ms of
-  // start-up); test/config.test.ts validates ConfigSchema against the meta-schema instead.
-  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, validateSchema: false });
+/** The ajv options the validator is built with, here and by `scripts/bundle.mjs` ahead of time. */
+export const AJV_OPTIONS = { allErrors: true, useDefaults: true, strict: true } as const;
+
+/** Declares the project's annotation keywords so strict mode accepts them. */
+export function addAnnotationKeywords(ajv: Ajv): Ajv {
   ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
-  return ajv.compile(ConfigSchema);
+  return ajv;
+}
+
+/**
+ * Compiled once per process: the schema is static. allErrors so every problem is reported at
+ * once; useDefaults fills in every default. The build writes the same validator as standalone
+ * code next to this file (dist/config-validator.cjs) so the CLI does not compile it at every
+ * start (~60 ms); from sources (tests) it is compiled here.
+ */
+const validate = ((): ValidateFunction => {
+  try {
+    return createRequire(import.meta.url)('./config-validator.cjs') as ValidateFunction;
+  } catch {
+    // validateSchema: false skips compiling the meta-schema; test/config.test.ts checks it instead.
+    return addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
+  }
 })();
 
 /**
