@@ -174,9 +174,10 @@ export class TokenManager {
     }
     this.#lastInvalidateAt = now;
     const rejectedCurrent = token !== undefined && token.generation === generation;
-    if (rejectedCurrent && this.#mintedAfter401 === token) {
-      // A token obtained because of a 401 was rejected as well: back off 401-triggered refreshes
-      // (1 s, 2 s, 4 s … 60 s) so a 401 that is not about the token cannot lock the credentials out.
+    if (rejectedCurrent && this.#mintedAfter401 === token && now - token.obtainedAt <= 2 * this.#invalidateInterval) {
+      // A token obtained because of a 401 was rejected again right away: the 401s are probably not
+      // about the token. Back off 401-triggered refreshes (1 s, 2 s, 4 s … 60 s) so they cannot
+      // lock the credentials out. Revocations spaced further apart reset the interval.
       this.#invalidateInterval = Math.min(this.#invalidateInterval * 2, MAX_INVALIDATE_INTERVAL_MS);
       this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', {
         fingerprint: token.fingerprint, nextAllowedInSeconds: this.#invalidateInterval / 1000,

@@ -299,6 +299,18 @@ describe('token manager: single flight and invalidation', () => {
     await t.close();
   });
 
+  it('does not slow down for revocations spaced further apart than the window', async () => {
+    const t = await started();
+    await t.manager.invalidate(1); // gen 2, minted after a 401
+    await t.advance(10_000);
+    await t.manager.invalidate(2); // a later, separate revocation
+    await t.advance(1000);
+    await t.manager.invalidate(3); // and another one a second later is still renewed, not passed back
+    assert.equal(t.calls.length, 4);
+    assert.equal(t.manager.current()?.generation, 4);
+    await t.close();
+  });
+
   it('keeps serving a valid token when the 401-triggered renewal fails on an auth-server fault', async () => {
     const t = await started();
     t.respond = () => ({ status: 500 });
