@@ -42,6 +42,9 @@ export function createListener(
     {
       requestTimeout: limits.requestTimeoutMs,
       headersTimeout: limits.headersTimeoutMs,
+      // Node checks those two timeouts only this often (default 30 s), which would let a slow
+      // client hold a connection far longer than configured.
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
       keepAliveTimeout: 5000,
       noDelay: true,

@@ -103,6 +103,29 @@ describe('never an open proxy', () => {
   });
 });
 
+describe('slow clients', () => {
+  it('answers 408 to a client that never finishes its headers (headersTimeoutMs)', async () => {
+    const sim = await startSimulator();
+    const s = await startSidecar({ baseUrl: sim.baseUrl, overrides: { proxy: { headersTimeoutMs: 1000, requestTimeoutMs: 2000 } } });
+    try {
+      const started = Date.now();
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(s.port, '127.0.0.1', () => socket.write('GET /pub/b2b/v1/echo HTTP/1.1\r\nHost: x\r\nX-Slow: '));
+        let data = '';
+        socket.setTimeout(10_000, () => socket.destroy());
+        socket.on('data', (d) => (data += d));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+      });
+      assert.match(answer, /^HTTP\/1\.1 408/);
+      assert.ok(Date.now() - started < 8000, 'cut well before Node\'s default 30 s check interval');
+    } finally {
+      await s.stop();
+      await sim.stop();
+    }
+  });
+});
+
 describe('source guard on the listener', () => {
   let sim: Awaited<ReturnType<typeof startSimulator>>;
   before(async () => { sim = await startSimulator(); });
