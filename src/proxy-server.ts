@@ -48,7 +48,6 @@ export function createListener(
       maxHeaderSize: limits.maxHeaderBytes,
       keepAliveTimeout: 5000,
       noDelay: true,
-      insecureHTTPParser: false,
       requireHostHeader: true,
     },
     (req, res) => {

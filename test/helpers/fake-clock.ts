@@ -50,13 +50,7 @@ export class FakeClock implements Clock {
   /** Moves time forward synchronously, firing due timers in order. */
   advance(ms: number): void {
     const target = this.#now + ms;
-    for (;;) {
-      const due = this.#timers.filter((t) => t.at <= target).sort((a, b) => a.at - b.at || a.id - b.id)[0];
-      if (!due) break;
-      this.#timers = this.#timers.filter((t) => t !== due);
-      this.#now = Math.max(this.#now, due.at);
-      due.fn();
-    }
+    for (let due = this.#takeDue(target); due; due = this.#takeDue(target)) due.fn();
     this.#now = target;
   }
 
@@ -66,16 +60,22 @@ export class FakeClock implements Clock {
    */
   async advanceAsync(ms: number, settle: () => Promise<void> = flush): Promise<void> {
     const target = this.#now + ms;
-    for (;;) {
-      await settle();
-      const due = this.#timers.filter((t) => t.at <= target).sort((a, b) => a.at - b.at || a.id - b.id)[0];
-      if (!due) break;
-      this.#timers = this.#timers.filter((t) => t !== due);
-      this.#now = Math.max(this.#now, due.at);
+    await settle();
+    for (let due = this.#takeDue(target); due; due = this.#takeDue(target)) {
       due.fn();
+      await settle();
     }
     this.#now = target;
     await settle();
+  }
+
+  /** Removes and returns the earliest timer due by `target`, moving time to it. */
+  #takeDue(target: number): Timer | undefined {
+    const due = this.#timers.filter((t) => t.at <= target).sort((a, b) => a.at - b.at || a.id - b.id)[0];
+    if (!due) return undefined;
+    this.#timers = this.#timers.filter((t) => t !== due);
+    this.#now = Math.max(this.#now, due.at);
+    return due;
   }
 }
 
