@@ -1,4 +1,4 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 
 /**
  * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
@@ -149,4 +149,3 @@ export const ConfigSchema = Type.Object(
 export type Config = Static<typeof ConfigSchema>;
 export type Attachment = Static<typeof AttachmentSchema>;
 export type LocalizationConfig = Static<typeof LocalizationSchema>;
-export type AnySchema = TSchema;

@@ -82,7 +82,10 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       metrics.responseStarted(route.name, method, status, (clock.now() - started) / 1000);
       sendJson(res, status, message, headers);
     };
+    const gone = new ClientGone();
     res.once('close', () => {
+      // The client went away before the response was complete: release the upstream request.
+      if (!res.writableFinished) gone.abort();
       metrics.requestEnded();
       if (options.logRequests) {
         logger.info('request', {
@@ -102,12 +105,6 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     if (route.methods && !route.methods.has(method)) {
       return respond(405, `method ${method} not allowed on this route`, { allow: [...route.methods].join(', ') });
     }
-
-    const gone = new ClientGone();
-    res.once('close', () => {
-      // The client went away before the response was complete: release the upstream request.
-      if (!res.writableFinished) gone.abort();
-    });
 
     const path = upstreamPath(url, route.prefix);
     // Credentials are taken only once the body is read: a slow upload must not carry a token
