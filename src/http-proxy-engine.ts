@@ -5,6 +5,7 @@ import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import { trustContext } from './tls.js';
 import type { EngineOptions, ProxyEngine, UpstreamResponse } from './proxy-engine.js';
+import { streamBody } from './upstream-body.js';
 
 /** The client response is ours to write; http-proxy only checks these two flags. */
 const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) as unknown as ServerResponse;
@@ -97,7 +98,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
             socket.off('timeout', stalled);
             socket.setTimeout(options.keepAliveTimeoutMs);
           });
-          finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: proxyRes });
+          finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
         });
         const body = request.body === undefined ? Readable.from([]) : Buffer.isBuffer(request.body) ? Readable.from([request.body]) : request.body;
         proxy.web(

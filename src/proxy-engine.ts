@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
+import type { UpstreamBody } from './upstream-body.js';
 
 /** One request to the upstream, with final headers (credentials already attached). */
 export interface UpstreamRequest {
@@ -16,8 +17,8 @@ export interface UpstreamRequest {
 export interface UpstreamResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  /** Must be consumed or destroyed by the caller. */
-  body: Readable;
+  /** Must be piped, read or destroyed by the caller. */
+  body: UpstreamBody;
 }
 
 /**

@@ -1,5 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Readable } from 'node:stream';
 import type { Logger } from 'winston';
 import { rewriteCookie, rewriteQuery } from './attach.js';
 import type { Clock } from './clock.js';
@@ -12,6 +11,7 @@ import { planBody, type BodyPlan } from './request-body.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from './upstream-error.js';
 import { sendJson } from './send-json.js';
+import { bufferedBody } from './upstream-body.js';
 
 export type RouteName = 'service' | 'localization';
 
@@ -169,15 +169,14 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   function writeResponse(route: ProxyRoute, req: IncomingMessage, res: ServerResponse, upstream: UpstreamResponse, started: number): void {
     const headers = responseHeaders(upstream.headers);
     metrics.responseStarted(route.name, req.method ?? 'GET', upstream.status, (clock.now() - started) / 1000);
-    res.writeHead(upstream.status, headers);
-    // pipe() rather than pipeline(): pipeline allocates an AbortController per call and aborts
-    // it on completion (a DOMException each time), a measurable cost on this path.
-    const body = upstream.body;
-    body.once('error', () => res.destroy());
-    res.once('close', () => {
-      if (!res.writableFinished) body.destroy();
-    });
-    body.pipe(res);
+    try {
+      res.writeHead(upstream.status, headers);
+    } catch (err) {
+      // A header value Node refuses to send (e.g. a control character): answered as a 502.
+      upstream.body.destroy();
+      throw err;
+    }
+    upstream.body.pipeTo(res);
   }
 }
 
@@ -234,26 +233,14 @@ function responseHeaders(headers: UpstreamResponse['headers']): Record<string, s
  * small; one beyond the bound is replaced by a short ErrorMessage rather than truncated.
  */
 async function hold(upstream: UpstreamResponse): Promise<UpstreamResponse> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let oversized = false;
-  for await (const chunk of upstream.body) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_HELD_401_BYTES) {
-      oversized = true;
-      upstream.body.destroy();
-      break;
-    }
-    chunks.push(chunk as Buffer);
-  }
+  let body = await upstream.body.readAll(MAX_HELD_401_BYTES);
   const headers: UpstreamResponse['headers'] = { ...upstream.headers };
   delete headers['transfer-encoding'];
-  let body = Buffer.concat(chunks);
-  if (oversized) {
+  if (body === undefined) {
     body = Buffer.from(JSON.stringify({ message: 'the service rejected the token' }));
     headers['content-type'] = 'application/json; charset=utf-8';
     delete headers['content-encoding'];
   }
   headers['content-length'] = String(body.length);
-  return { status: upstream.status, headers, body: Readable.from([body]) };
+  return { status: upstream.status, headers, body: bufferedBody(body) };
 }

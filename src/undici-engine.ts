@@ -1,11 +1,13 @@
-import { Pool } from 'undici';
 import { trustContext } from './tls.js';
-import { basePathOf, type EngineOptions, type ProxyEngine } from './proxy-engine.js';
+import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
+import { Pool } from './undici-core.js';
+import { UndiciExchange } from './undici-exchange.js';
 
 /**
  * Proxy engine on undici's connection pool: keep-alive TLS, native header and body timeouts
- * (a clean 504 instead of http-proxy's ECONNRESET, PITFALLS 6), abort through an AbortSignal
- * (no leaked upstream requests, PITFALLS 4), and no redirect handling at all.
+ * (a clean 504 instead of http-proxy's ECONNRESET, PITFALLS 6), abort when the client goes
+ * (no leaked upstream requests, PITFALLS 4), and no redirect handling at all. Requests go
+ * through the dispatcher's handler interface (see undici-exchange.ts).
  */
 export function createUndiciEngine(options: EngineOptions): ProxyEngine {
   const basePath = basePathOf(options.baseUrl);
@@ -25,15 +27,16 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
   });
   let closed: Promise<void> | undefined;
   return {
-    async send(request) {
-      const response = await pool.request({
-        method: request.method as 'GET',
-        path: basePath + request.path,
-        headers: request.headers,
-        body: request.body ?? null,
-        signal: request.signal as unknown as AbortSignal,
+    send(request) {
+      return new Promise<UpstreamResponse>((resolve, reject) => {
+        const exchange = new UndiciExchange(request.signal, resolve, reject);
+        pool.dispatch({
+          method: request.method as 'GET',
+          path: basePath + request.path,
+          headers: request.headers,
+          body: request.body ?? null,
+        }, exchange);
       });
-      return { status: response.statusCode, headers: response.headers, body: response.body };
     },
     close() {
       closed ??= pool.close().catch(() => pool.destroy());

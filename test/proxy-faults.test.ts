@@ -78,6 +78,49 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('streams a large answer to a client that stops reading with back-pressure, then delivers it whole', async () => {
+      const total = 96 * 1024 * 1024;
+      const chunk = Buffer.alloc(64 * 1024, 0x61);
+      let written = 0;
+      const up = await startUpstream((_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+        const pump = () => {
+          while (written < total) {
+            written += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        pump();
+      });
+      const s = await startSidecar({ baseUrl: up.url, engine });
+      try {
+        await waitReady(s);
+        const res = await new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+          const req = request({ host: '127.0.0.1', port: s.port, path: '/big', agent: false }, resolve);
+          req.on('error', reject);
+          req.end();
+        });
+        res.pause();
+        // Wait until the upstream stops making progress: every buffer on the way is full.
+        let last = -1;
+        while (written !== last) {
+          last = written;
+          await new Promise((r) => setTimeout(r, 250));
+        }
+        // Without back-pressure the proxy would have read (and held) the whole answer.
+        assert.ok(written < total / 2, `upstream wrote ${written} of ${total} bytes while the client read nothing`);
+        let received = 0;
+        res.on('data', (c: Buffer) => { received += c.length; });
+        res.resume();
+        await new Promise((r) => res.once('end', r));
+        assert.equal(received, total);
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
     it('releases the upstream request when the client aborts before headers', async () => {
       const up = await startUpstream(() => { /* never answers */ });
       const s = await startSidecar({ baseUrl: up.url, engine });

@@ -1,0 +1,19 @@
+// Types for the undici files imported one by one in src/undici-core.ts (the package ships types
+// only for its entry point).
+declare module 'undici/lib/dispatcher/pool.js' {
+  import { Pool } from 'undici';
+  export default Pool;
+}
+declare module 'undici/lib/dispatcher/agent.js' {
+  import { Agent } from 'undici';
+  export default Agent;
+}
+declare module 'undici/lib/api/api-request.js' {
+  import type { Dispatcher } from 'undici';
+  const request: (this: Dispatcher, options: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
+  export default request;
+}
+declare module 'undici/lib/core/util.js' {
+  const util: { parseHeaders(raw: Buffer[]): Record<string, string | string[]> };
+  export default util;
+}

@@ -1,0 +1,171 @@
+import type { ServerResponse } from 'node:http';
+import type { ClientGone, UpstreamResponse } from './proxy-engine.js';
+import type { UpstreamBody } from './upstream-body.js';
+import { parseHeaders } from './undici-core.js';
+
+/** Where body chunks go once the caller has decided: the client response, or a buffer. */
+interface Sink {
+  /** false: stop the upstream until `resume` is called. */
+  data(chunk: Buffer): boolean;
+  end(last?: Buffer): void;
+  error(err: Error): void;
+}
+
+/** Chunks kept while nobody reads yet; beyond this the upstream is paused. */
+const PENDING_HIGH_WATER = 64 * 1024;
+
+/**
+ * One request on undici's dispatcher (its handler interface) that is also the response body.
+ * Instead of undici's `request()` API (a BodyReadable, an AsyncResource and signal bookkeeping
+ * per call, then pipe() into the client), chunks go straight into the client response with
+ * back-pressure; a small answer that arrived whole goes out with a single `res.end(chunk)`.
+ */
+export class UndiciExchange implements UpstreamBody {
+  #resolve: ((response: UpstreamResponse) => void) | undefined;
+  #reject: ((err: Error) => void) | undefined;
+  readonly #signal: ClientGone;
+  #abort: ((reason: Error) => void) | undefined;
+  #resume: (() => void) | undefined;
+  #sink: Sink | undefined;
+  #pending: Buffer[] | undefined;
+  #pendingBytes = 0;
+  #paused = false;
+  #done = false;
+  #error: Error | undefined;
+
+  constructor(signal: ClientGone, resolve: (response: UpstreamResponse) => void, reject: (err: Error) => void) {
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    signal.once('abort', this.#onClientGone);
+  }
+
+  // --- undici's dispatch handler ---
+
+  onConnect(abort: (reason: Error) => void): void {
+    if (this.#signal.aborted) abort(clientAborted());
+    else this.#abort = abort;
+  }
+
+  onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    this.#resume = resume;
+    const resolve = this.#resolve!;
+    this.#resolve = this.#reject = undefined;
+    resolve({ status, headers: parseHeaders(rawHeaders), body: this });
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.#sink) {
+      if (this.#sink.data(chunk)) return true;
+      this.#paused = true;
+      return false;
+    }
+    (this.#pending ??= []).push(chunk);
+    this.#pendingBytes += chunk.length;
+    if (this.#pendingBytes < PENDING_HIGH_WATER) return true;
+    this.#paused = true;
+    return false;
+  }
+
+  onComplete(): void {
+    this.#done = true;
+    this.#signal.off('abort', this.#onClientGone);
+    this.#sink?.end();
+  }
+
+  onError(err: Error): void {
+    this.#signal.off('abort', this.#onClientGone);
+    if (this.#reject) {
+      const reject = this.#reject;
+      this.#resolve = this.#reject = undefined;
+      reject(err);
+      return;
+    }
+    this.#error = err;
+    this.#sink?.error(err);
+  }
+
+  // --- the response body ---
+
+  pipeTo(res: ServerResponse): void {
+    this.#attach({
+      data: (chunk) => {
+        if (res.write(chunk)) return true;
+        res.once('drain', this.#resumeUpstream);
+        return false;
+      },
+      end: (last) => void res.end(last),
+      error: () => void res.destroy(),
+    });
+  }
+
+  readAll(limit: number): Promise<Buffer | undefined> {
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const data = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size > limit) {
+          resolve(undefined);
+          this.destroy();
+          return false;
+        }
+        chunks.push(chunk);
+        return true;
+      };
+      this.#attach({
+        data,
+        end: (last) => {
+          if (last && !data(last)) return;
+          resolve(Buffer.concat(chunks, size));
+        },
+        error: reject,
+      });
+    });
+  }
+
+  destroy(): void {
+    if (this.#done || this.#error) return;
+    this.#abortUpstream(Object.assign(new Error('response body discarded'), { code: 'UND_ERR_ABORTED' }));
+  }
+
+  #attach(sink: Sink): void {
+    const pending = this.#pending;
+    this.#pending = undefined;
+    this.#pendingBytes = 0;
+    this.#sink = sink;
+    if (this.#error) return sink.error(this.#error);
+    if (this.#done) {
+      const last = pending?.pop();
+      if (pending) for (const chunk of pending) sink.data(chunk);
+      return sink.end(last);
+    }
+    let more = true;
+    if (pending) for (const chunk of pending) more = sink.data(chunk);
+    if (more && this.#paused) this.#resumeUpstream();
+  }
+
+  readonly #resumeUpstream = (): void => {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.#resume?.();
+  };
+
+  readonly #onClientGone = (): void => {
+    if (this.#abort) return this.#abortUpstream(clientAborted());
+    // Still queued or connecting: nothing to abort yet (onConnect checks the signal), but the
+    // caller is answered now rather than after the connect timeout.
+    const reject = this.#reject;
+    this.#resolve = this.#reject = undefined;
+    reject?.(clientAborted());
+  };
+
+  #abortUpstream(reason: Error): void {
+    this.#abort?.(reason);
+  }
+}
+
+function clientAborted(): Error {
+  return Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' });
+}
