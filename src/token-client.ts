@@ -1,5 +1,7 @@
+import { ClientGone, type UpstreamResponse } from './proxy-engine.js';
 import { trustContext } from './tls.js';
-import { Agent, fetch, type Response } from 'undici';
+import { Pool } from './undici-core.js';
+import { UndiciExchange } from './undici-exchange.js';
 import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from './errors.js';
 
 /** What a token is obtained with. `version` grows whenever a value changes (rotation). */
@@ -53,9 +55,9 @@ export function gentokenUrl(baseUrl: string): string {
  * aborts a request in flight.
  */
 export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions): TokenClient {
-  const url = gentokenUrl(baseUrl);
-  // fetch ignores https.Agent; the CA must reach undici's connector (PITFALLS 13).
-  const agent = new Agent({
+  const url = new URL(gentokenUrl(baseUrl));
+  // The CA must reach undici's connector; an https.Agent would be ignored (PITFALLS 13).
+  const pool = new Pool(url.origin, {
     connect: ca ? { secureContext: trustContext(ca), rejectUnauthorized: true } : { rejectUnauthorized: true },
     // Renewals are minutes apart: a short idle timeout avoids reusing a socket the server closed.
     keepAliveTimeout: 4_000,
@@ -65,28 +67,35 @@ export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions
 
   return {
     async requestToken(c) {
-      let res: Response;
+      const deadline = new ClientGone();
+      const timer = setTimeout(() => deadline.abort(), timeoutMs);
       try {
-        res = await fetch(url, {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/json', Accept: 'application/json', ApiKey: c.apiKey },
-          body: JSON.stringify({ password: c.password }),
-          dispatcher: agent,
-          // Following a redirect would re-send the ApiKey and the password elsewhere (PITFALLS 13).
-          redirect: 'error',
-          signal: AbortSignal.timeout(timeoutMs),
+        // A bare dispatch never follows a redirect, which would re-send the ApiKey and the
+        // password elsewhere (PITFALLS 13).
+        const res = await new Promise<UpstreamResponse>((resolve, reject) => {
+          pool.dispatch({
+            method: 'POST',
+            path: url.pathname,
+            headers: { 'Content-Type': 'application/json', Accept: 'application/json', ApiKey: c.apiKey },
+            body: JSON.stringify({ password: c.password }),
+          }, new UndiciExchange(deadline, resolve, reject));
         });
         if (res.status === 200) return parseAuthResult(await readBody(res));
         if (res.status === 401) throw new TokenUnauthorizedError(scrub(serverMessage(await readBody(res)), c));
-        await res.body?.cancel().catch(() => undefined);
+        res.body.destroy();
+        if (res.status >= 300 && res.status < 400) {
+          throw new TokenRequestError('auth server answered with a redirect (not followed)');
+        }
         throw new TokenRequestError(`auth server answered HTTP ${res.status}`);
       } catch (err) {
-        throw describeFailure(err, timeoutMs);
+        throw describeFailure(err, deadline.aborted ? timeoutMs : undefined);
+      } finally {
+        clearTimeout(timer);
       }
     },
     close() {
       // Abort rather than wait: at shutdown a pending token request is of no use to anyone.
-      closed ??= agent.destroy();
+      closed ??= pool.destroy();
       return closed;
     },
   };
@@ -121,16 +130,10 @@ export function parseAuthResult(text: string): AuthResult {
   return { token, refreshToken, aliveSecondsTtl };
 }
 
-async function readBody(res: Response): Promise<string> {
-  if (!res.body) return '';
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += chunk.byteLength;
-    if (size > MAX_BODY_BYTES) throw new InvalidResponseError('body', `is larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+async function readBody(res: UpstreamResponse): Promise<string> {
+  const body = await res.body.readAll(MAX_BODY_BYTES);
+  if (body === undefined) throw new InvalidResponseError('body', `is larger than ${MAX_BODY_BYTES} bytes`);
+  return body.toString('utf8');
 }
 
 /** The ErrorMessage `message` (seed §2.3), or a fixed text when the body is anything else. */
@@ -156,19 +159,13 @@ function scrub(message: string, c: Credentials): string {
 
 const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME/;
 
-/** Maps whatever fetch threw to one of the three token errors, with a short, secret-free message. */
-function describeFailure(err: unknown, timeoutMs: number): Error {
+/** Maps whatever the request threw to one of the three token errors, with a short, secret-free message. */
+function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Error {
   if (err instanceof TokenUnauthorizedError || err instanceof InvalidResponseError || err instanceof TokenRequestError) {
     return err;
   }
-  const e = err as { name?: string; cause?: { code?: string; message?: string } } | undefined;
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError') {
-    return new TokenRequestError(`timed out after ${timeoutMs}ms`, { cause: err });
-  }
-  const code = e?.cause?.code;
-  if (e?.cause?.message === 'unexpected redirect') {
-    return new TokenRequestError('auth server answered with a redirect (not followed)', { cause: err });
-  }
+  if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err });
+  const code = (err as { code?: string } | undefined)?.code;
   if (code && TLS_CODE.test(code)) return new TokenRequestError(`TLS: ${code}`, { cause: err });
   if (code) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err });
   return new TokenRequestError('auth server unreachable', { cause: err });

@@ -141,6 +141,26 @@ describe('token client', () => {
     assert.equal(error.message, 'timed out after 300ms');
   });
 
+  it('gives up after timeoutMs while the TLS handshake hangs', async () => {
+    // Accepts TCP and never speaks TLS: the deadline must not wait for undici's connect timeout.
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => { sockets.push(socket); });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { port } = silent.address() as AddressInfo;
+    const client = createTokenClient({ baseUrl: `https://127.0.0.1:${port}`, ca: loadTrustedCas((await testTls()).caFile), timeoutMs: 300 });
+    try {
+      const started = Date.now();
+      const error = await client.requestToken(creds).then(() => undefined, (e: unknown) => e);
+      assert.ok(error instanceof TokenRequestError);
+      assert.equal(error.message, 'timed out after 300ms');
+      assert.ok(Date.now() - started < 5000, 'answered by the deadline, not by the 10 s connect timeout');
+    } finally {
+      await client.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
   it('does not follow a 307 redirect to another server (PITFALLS 13)', async () => {
     const canary = await startGentokenServer();
     const { error, requests } = await exchange({

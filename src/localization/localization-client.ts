@@ -1,5 +1,5 @@
 import { trustContext } from '../tls.js';
-import { Agent, request } from 'undici';
+import { Agent, request } from '../undici-request.js';
 import { InvalidResponseError } from '../errors.js';
 import {
   LocalizationRateLimitedError, LocalizationRequestError, LocalizationServerError,
@@ -66,7 +66,8 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
     let responseHeaders: Record<string, string | string[] | undefined>;
     let text: string;
     try {
-      const res = await request(root + translationApiPath(ref), { method: 'GET', headers, dispatcher: agent, signal });
+      const target = new URL(root + translationApiPath(ref));
+      const res = await request(agent, { origin: target.origin, path: target.pathname + target.search, method: 'GET', headers, signal });
       status = res.statusCode;
       responseHeaders = res.headers;
       text = await readLimited(res.body);
