@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
-import { createAdminApp } from './admin.js';
+import { createAdminHandler } from './admin.js';
 import { compileAttachments } from './attach.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config-schema.js';
@@ -118,7 +118,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     });
     listener = createListener(handler, config.proxy, logger);
     const adminGuard = compileIpGuard(config.admin.allow);
-    const admin = createServer(createAdminApp({
+    const admin = createServer(createAdminHandler({
       registry, health, logger,
       allow: (peer) => adminGuard.allows(adminGuard.clientAddress(peer, undefined)),
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { Gauge } from 'prom-client';
 import request from 'supertest';
-import { createAdminApp, type AdminOptions } from '../src/admin.js';
+import { createAdminHandler, type AdminOptions } from '../src/admin.js';
 import { compileIpGuard } from '../src/ip-guard.js';
 import { createMetrics, createRegistry } from '../src/metrics.js';
 import { createCaptureLogger } from './helpers/capture-logger.js';
@@ -23,21 +23,21 @@ async function start(overrides: Partial<AdminOptions> = {}) {
   const capture = createCaptureLogger();
   const registry = createRegistry();
   createMetrics(registry, () => ({ ageSeconds: 3, expiresInSeconds: 897, valid: true }));
-  const app = createAdminApp({
+  const handler = createAdminHandler({
     registry,
     health: () => ({ ready: true }),
     allow: guard(['127.0.0.1/32', '::1/128']),
     logger: capture.logger,
     ...overrides,
   });
-  const server = app.listen(0, '127.0.0.1');
+  const server = createServer(handler).listen(0, '127.0.0.1');
   servers.push(server);
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return { http: request(`http://127.0.0.1:${port}`), registry, capture };
 }
 
-describe('createAdminApp', () => {
+describe('admin handler', () => {
   it('answers /healthz with 200 JSON, for GET and HEAD, without x-powered-by', async () => {
     const { http } = await start();
     const res = await http.get('/healthz').expect(200).expect('Content-Type', /application\/json/);
@@ -72,7 +72,8 @@ describe('createAdminApp', () => {
     const res = await http.post('/shutdown').expect(202);
     assert.deepEqual(res.body, { message: 'draining' });
     await called;
-    await http.get('/shutdown').expect(404);
+    const wrong = await http.get('/shutdown').expect(405);
+    assert.equal(wrong.headers.allow, 'POST');
   });
 
   it('answers POST /shutdown with 404 when shutdown is not enabled', async () => {
@@ -95,7 +96,15 @@ describe('createAdminApp', () => {
   it('answers unknown paths with 404 JSON', async () => {
     const { http } = await start();
     assert.deepEqual((await http.get('/admin/../etc').expect(404)).body, { message: 'not found' });
-    await http.delete('/metrics').expect(404);
+    assert.deepEqual((await http.get('/healthz/extra').expect(404)).body, { message: 'not found' });
+  });
+
+  it('answers a wrong method on a known path with 405 and Allow', async () => {
+    const { http } = await start();
+    const res = await http.delete('/metrics').expect(405);
+    assert.equal(res.headers.allow, 'GET, HEAD');
+    assert.match(res.body.message, /DELETE/);
+    await http.get('/healthz?probe=1').expect(200);
   });
 
   it('hides error details and stacks behind a generic 500 (PITFALLS 16)', async () => {
