@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigSchema, type Config } from './config-schema.js';
 import { checkSemantics } from './config-checks.js';
 import { formatProblem, redactBySchema, schemaAt, type ConfigPath } from './config-walk.js';
@@ -24,11 +24,14 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
  * start (~60 ms); from sources (tests) it is compiled here.
  */
 const validate = ((): ValidateFunction => {
+  const require = createRequire(import.meta.url);
   try {
-    return createRequire(import.meta.url)('./config-validator.cjs') as ValidateFunction;
+    return require('./config-validator.cjs') as ValidateFunction;
   } catch {
+    // ajv itself is loaded only here (a runtime require keeps it out of the CLI bundle: ~110 KB).
     // validateSchema: false skips compiling the meta-schema; test/config.test.ts checks it instead.
-    return addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
+    const { Ajv: AjvClass } = require('ajv') as typeof import('ajv');
+    return addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
   }
 })();
 
