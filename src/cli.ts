@@ -1,7 +1,15 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { setFlagsFromString } from 'node:v8';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, type CommandIo } from './commands/io.js';
+
+// undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's optimising tier recompiled
+// that module in the background after the first requests: a ~35 MB resident-memory spike, ~9 MB
+// kept, and no measurable gain per request (bench/results/findings.md). The baseline compiler
+// (Liftoff) is enough. Wasm flags are read at compile time, so setting them here, before the
+// first connection, takes effect; this one cannot be given through NODE_OPTIONS.
+setFlagsFromString('--liftoff-only');
 
 // Commands load lazily: `run` must not pay for the simulator's certificate library or the
 // localization schema at start-up (start-to-ready is a benchmark target).

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { runCli, spawnCli } from './helpers/cli.js';
+import { CLI, runCli, spawnCli } from './helpers/cli.js';
 import { CREDENTIALS, startSimulator } from './helpers/stack.js';
 import { testTls } from './helpers/tls.js';
 
@@ -35,6 +35,20 @@ describe('command line', () => {
     const { code, stdout } = await runCli(['--version']);
     assert.equal(code, 0);
     assert.match(stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+
+  it('compiles WebAssembly (undici\'s HTTP parser) with the baseline compiler only', async () => {
+    // Records the flags the CLI gives V8; ESM imports of node:v8 see the patched export once synced.
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-cli-'));
+    const preload = join(dir, 'record-v8-flags.cjs');
+    writeFileSync(preload, `
+      const v8 = require('node:v8');
+      const set = v8.setFlagsFromString;
+      v8.setFlagsFromString = (flags) => { process.stderr.write('v8 flags: ' + flags + '\\n'); set(flags); };
+      require('node:module').syncBuiltinESMExports();`);
+    const { stdout, stderr } = await sh(process.execPath, ['--require', preload, CLI, '--version']);
+    assert.match(stdout, /^\d+\.\d+\.\d+\n$/);
+    assert.match(stderr, /^v8 flags: --liftoff-only$/m);
   });
 
   it('exits 2 on an unknown command or option', async () => {
