@@ -13,8 +13,8 @@ import { join, relative } from 'node:path';
 import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
 import { cpuMicros, MB, statusBytes, sumStatus } from './lib/proc.js';
 import {
-  API_KEY, NGINX_BIN, prepareTls, ROOT, setDistDir, sidecarCli, startBare, startNginx, startSidecar, startUpstream, touch,
-  type Engine, type ProxyProc, type SidecarProc, type Upstream,
+  API_KEY, deployedNodeOptions, NGINX_BIN, prepareTls, ROOT, setDistDir, sidecarCli, startBare, startNginx, startSidecar, startUpstream,
+  touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
 } from './lib/setup.js';
 import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
 import { fmt, max, median, min, ratio } from './lib/stats.js';
@@ -351,6 +351,9 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
     `${opts.rounds} round(s), configurations alternating, each in a fresh process: warm-up ${opts.warmupSeconds} s, GET 1 KiB JSON at 50 connections ${opts.seconds} s, ` +
     `at 1 connection ${opts.latencySeconds} s, POST 4 KiB echo at 50 connections ${opts.postSeconds} s. Medians over rounds; spread is min–max. ` +
     `Proxy CPU = utime+stime from /proc/<pid>/stat over the 50-connection GET window ÷ requests (nginx: master + worker). Peak RSS = VmHWM (nginx: sum).`, '');
+  lines.push(`The sidecar runs as the container image runs it: \`node dist/cli.js run\` with the Dockerfile's NODE_OPTIONS (\`${deployedNodeOptions() || 'none'}\`); ` +
+    `the bare http-proxy reference runs with Node's defaults. NODE_EXTRA_CA_CERTS is removed from every Node proxy's environment ` +
+    `(${process.env.NODE_EXTRA_CA_CERTS ? `here it pointed at ${process.env.NODE_EXTRA_CA_CERTS}, which adds ~80 ms to any Node start on one core` : 'it was not set here'}); each gets its CA explicitly.`, '');
   for (const n of r.notes) lines.push(`> ${n}`, '');
 
   lines.push('| configuration | GET req/s @50 (spread) | × direct | p50 / p99 @50 ms | p50 / p99 @1 ms | +p50 @1 vs direct ms | CPU µs/req GET | × nginx | × bare http-proxy | POST 4 KiB req/s | CPU µs/req POST | peak RSS MB | failed requests |');

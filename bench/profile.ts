@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { runLoad } from './lib/load.js';
 import { cpuMicros } from './lib/proc.js';
-import { API_KEY, PASSWORD, prepareTls, ROOT, setDistDir, sidecarCli, startUpstream } from './lib/setup.js';
+import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, sidecarCli, startUpstream } from './lib/setup.js';
 import { pinSelf, PROXY_CPU, spawnManaged, stopAll } from './lib/spawn.js';
 import { summarise } from './profile-summary.js';
 
@@ -42,7 +42,7 @@ async function main() {
     };
     const file = join(work, 'sidecar.yaml');
     writeFileSync(file, stringify(config), { mode: 0o600 });
-    const sc = spawnManaged('sidecar', process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, sidecarCli(), 'run', '--config', file], { cpu: PROXY_CPU, cwd: ROOT });
+    const sc = spawnManaged('sidecar', process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, sidecarCli(), 'run', '--config', file], { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
     const started = JSON.parse(await sc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string };
     await sc.waitForLine((l) => l.includes('"token obtained"'), 20_000);
     const url = `http://127.0.0.1:${started.listen.split(':').pop()}${path}`;
