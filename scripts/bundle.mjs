@@ -1,6 +1,6 @@
 // Bundles the CLI after `tsc`: one ESM entry plus lazily loaded chunks per command. Resolving
-// and compiling ~400 separate module files made `run` take ~700 ms to listen; bundled it is
-// well under the 300 ms start-to-ready target. dist/*.js from tsc stay for library use.
+// and compiling ~400 separate module files made `run` take ~700 ms to listen; bundling was the
+// largest single start-up gain (bench/results/findings.md). dist/*.js from tsc stay for library use.
 import { build } from 'esbuild';
 import { rm, writeFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
@@ -25,7 +25,9 @@ await build({
   platform: 'node',
   target: 'node20',
   minify: true,
-  keepNames: true,
+  // No keepNames: it wraps every function expression in a defineProperty call, which ran for each
+  // closure created per request (~3 % of the proxy's CPU). Error classes name themselves.
+  keepNames: false,
   sourcemap: true,
   logLevel: 'error',
   // CommonJS dependencies call require(); give the ESM bundle one.

@@ -3,11 +3,13 @@
  * Messages are safe to show to clients and to log: they never contain a secret.
  */
 export class SidecarError extends Error {
+  // A literal in every class: the CLI bundle is minified without keepNames (whose per-closure
+  // defineProperty calls showed up on the request path), so constructor names are not stable.
+  override name = 'SidecarError';
   readonly code: string;
   readonly status: number;
   constructor(code: string, status: number, message: string, options?: { cause?: unknown }) {
     super(message, options);
-    this.name = new.target.name;
     this.code = code;
     this.status = status;
   }
@@ -15,6 +17,7 @@ export class SidecarError extends Error {
 
 /** The configuration is invalid; `problems` lists each one as "key (ENV_VAR): reason". */
 export class ConfigError extends SidecarError {
+  override name = 'ConfigError';
   readonly problems: string[];
   constructor(problems: string[]) {
     super('SIDECAR_ERR_CONFIG', 500, `invalid configuration:\n  - ${problems.join('\n  - ')}`);
@@ -24,6 +27,7 @@ export class ConfigError extends SidecarError {
 
 /** gentoken answered 401: the credentials were rejected. `serverMessage` is the server's reason. */
 export class TokenUnauthorizedError extends SidecarError {
+  override name = 'TokenUnauthorizedError';
   readonly serverMessage: string;
   constructor(serverMessage: string) {
     super('SIDECAR_ERR_TOKEN_UNAUTHORIZED', 503, `credentials rejected by the auth server: ${serverMessage}`);
@@ -33,6 +37,7 @@ export class TokenUnauthorizedError extends SidecarError {
 
 /** A server answered, but its body is not what the API describes. `field` names the bad field. */
 export class InvalidResponseError extends SidecarError {
+  override name = 'InvalidResponseError';
   readonly field: string;
   constructor(field: string, reason: string, options?: { cause?: unknown }) {
     super('SIDECAR_ERR_INVALID_RESPONSE', 502, `invalid response: ${field} ${reason}`, options);
@@ -42,6 +47,7 @@ export class InvalidResponseError extends SidecarError {
 
 /** The auth server could not be reached or failed (network, TLS, timeout, 5xx). */
 export class TokenRequestError extends SidecarError {
+  override name = 'TokenRequestError';
   constructor(message: string, options?: { cause?: unknown }) {
     super('SIDECAR_ERR_TOKEN_REQUEST', 503, message, options);
   }
@@ -49,6 +55,7 @@ export class TokenRequestError extends SidecarError {
 
 /** No valid token is held; `reason` is what clients and /readyz are told. */
 export class TokenUnavailableError extends SidecarError {
+  override name = 'TokenUnavailableError';
   constructor(reason: string) {
     super('SIDECAR_ERR_TOKEN_UNAVAILABLE', 503, reason);
   }

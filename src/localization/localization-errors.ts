@@ -16,6 +16,7 @@ export interface LocalizationErrorDetails {
  * client of the sidecar would see, and the server's reason when it gave one.
  */
 export class LocalizationError extends SidecarError {
+  override name = 'LocalizationError';
   readonly serverReason: string | undefined;
   readonly upstreamStatus: number | undefined;
   readonly rateLimitRemaining: number | undefined;
@@ -29,6 +30,7 @@ export class LocalizationError extends SidecarError {
 
 /** A `project/component/language` argument is not three valid slugs (exit code 2). */
 export class TranslationRefError extends LocalizationError {
+  override name = 'TranslationRefError';
   constructor(reason: string) {
     super('SIDECAR_ERR_L10N_BAD_REF', 400, `invalid translation reference: ${reason}`);
   }
@@ -36,6 +38,7 @@ export class TranslationRefError extends LocalizationError {
 
 /** 404: the server has no such project, component or language. */
 export class TranslationNotFoundError extends LocalizationError {
+  override name = 'TranslationNotFoundError';
   constructor(what: string, details: LocalizationErrorDetails) {
     super('SIDECAR_ERR_L10N_NOT_FOUND', 404, `translation ${what} not found: ${details.serverReason ?? 'HTTP 404'}`, details);
   }
@@ -43,6 +46,7 @@ export class TranslationNotFoundError extends LocalizationError {
 
 /** 401/403: the localization token is missing, wrong or lacks access. */
 export class LocalizationUnauthorizedError extends LocalizationError {
+  override name = 'LocalizationUnauthorizedError';
   constructor(what: string, details: LocalizationErrorDetails) {
     const reason = details.serverReason ?? `HTTP ${details.upstreamStatus}`;
     super('SIDECAR_ERR_L10N_UNAUTHORIZED', 502, `localization server refused access to ${what}: ${reason}`, details);
@@ -51,6 +55,7 @@ export class LocalizationUnauthorizedError extends LocalizationError {
 
 /** 429: throttled; `retryAfterSeconds` comes from Retry-After (seconds or HTTP-date). */
 export class LocalizationRateLimitedError extends LocalizationError {
+  override name = 'LocalizationRateLimitedError';
   readonly retryAfterSeconds: number | undefined;
   constructor(what: string, retryAfterSeconds: number | undefined, details: LocalizationErrorDetails) {
     const wait = retryAfterSeconds === undefined ? '' : ` (retry after ${retryAfterSeconds} s)`;
@@ -61,6 +66,7 @@ export class LocalizationRateLimitedError extends LocalizationError {
 
 /** 5xx, a redirect (never followed) or any other unexpected status. */
 export class LocalizationServerError extends LocalizationError {
+  override name = 'LocalizationServerError';
   constructor(what: string, details: LocalizationErrorDetails) {
     const reason = details.serverReason ?? `HTTP ${details.upstreamStatus}`;
     super('SIDECAR_ERR_L10N_SERVER', 502, `localization server failed the lookup of ${what}: ${reason}`, details);
@@ -69,6 +75,7 @@ export class LocalizationServerError extends LocalizationError {
 
 /** The server could not be reached: network, TLS or the request deadline. */
 export class LocalizationRequestError extends LocalizationError {
+  override name = 'LocalizationRequestError';
   constructor(message: string, cause?: unknown, timedOut = false) {
     super(timedOut ? 'SIDECAR_ERR_L10N_TIMEOUT' : 'SIDECAR_ERR_L10N_REQUEST', timedOut ? 504 : 502, message, { cause });
   }
