@@ -14,6 +14,18 @@ const validatorCode = standaloneCode.default(ajv, ajv.compile(ConfigSchema));
 await writeFile('dist/config-validator.cjs', validatorCode);
 
 
+// undici's HTTP/2 client loads node:http2 when imported (~10 ms of start-up on one core) though
+// it only runs with `allowH2`, which the sidecar never sets (its connectors offer only HTTP/1.1
+// in ALPN). In the bundle undici gets what it falls back to on runtimes without http2.
+const undiciWithoutHttp2 = {
+  name: 'undici-without-http2',
+  setup(build) {
+    build.onResolve({ filter: /^node:http2$/ }, (args) =>
+      args.importer.includes('/node_modules/undici/') ? { path: 'http2-unused', namespace: 'b2b-stub' } : undefined);
+    build.onLoad({ filter: /.*/, namespace: 'b2b-stub' }, () => ({ contents: 'module.exports = { constants: {} };', loader: 'js' }));
+  },
+};
+
 // Chunk names carry content hashes: clear the old ones so no stale chunk ships.
 await rm('dist/bundle', { recursive: true, force: true });
 await build({
@@ -30,6 +42,7 @@ await build({
   keepNames: false,
   sourcemap: true,
   logLevel: 'error',
+  plugins: [undiciWithoutHttp2],
   // CommonJS dependencies call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __b2bRequire } from 'node:module'; const require = __b2bRequire(import.meta.url);" },
 });

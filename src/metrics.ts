@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
 
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';
@@ -31,7 +32,7 @@ const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 /** The one place a Prometheus registry is built: one per sidecar, never prom-client's global one. */
 export function createRegistry(): Registry {
-  return new Registry();
+  return new RegistryClass();
 }
 
 /**

@@ -12,7 +12,7 @@ const BUNDLE_RUN = fileURLToPath(new URL('../dist/bundle/', import.meta.url));
  * `import express` would bring them back without failing any behaviour test.
  */
 describe('module footprint of `run`', () => {
-  it('loads neither undici\'s entry point, nor Node\'s bundled undici, nor express, nor ajv', () => {
+  it('loads neither undici\'s entry point, nor Node\'s bundled undici, nor express, ajv, node:http2 or prom-client\'s Pushgateway', () => {
     // Import the run command's chunk exactly as the CLI does, without running it.
     const script = `
       import { readdirSync } from 'node:fs';
@@ -24,13 +24,16 @@ describe('module footprint of `run`', () => {
       process.stdout.write(JSON.stringify({
         run,
         internalUndici: process.moduleLoadList.some((m) => m.includes('internal/deps/undici')),
+        // undici's unused HTTP/2 client gets a stub in the bundle (scripts/bundle.mjs).
+        http2: process.moduleLoadList.includes('NativeModule http2'),
         cjs,
       }));`;
-    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { run?: string; internalUndici: boolean; cjs: string[] };
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { run?: string; internalUndici: boolean; http2: boolean; cjs: string[] };
     assert.ok(out.run, 'the run command chunk exists in dist/bundle');
     assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
+    assert.equal(out.http2, false, 'node:http2 was loaded');
     // Whatever the bundle still requires from node_modules at run time shows up here...
-    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/'];
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js'];
     for (const name of unwanted) {
       assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
     }

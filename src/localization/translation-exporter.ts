@@ -1,4 +1,5 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Counter, Gauge } from '../prom-client-core.js';
 import type { Clock, TimerHandle } from '../clock.js';
 import type { LocalizationClient } from './localization-client.js';
 import { LocalizationError, LocalizationRateLimitedError } from './localization-errors.js';
