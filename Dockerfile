@@ -32,10 +32,6 @@ RUN npm run build
 # ---- runtime: production dependencies and dist/ only ----
 FROM node:20.20.2-bookworm-slim AS runtime
 ENV NODE_ENV=production
-# Caps V8's young generation (semi-spaces of 2 MiB instead of growing to 16): under load it was
-# the largest part of the peak resident memory, at no measurable CPU cost (bench/results/findings.md).
-# deploy/systemd/b2b-sidecar.service sets the same; `npm run bench` reads it from here.
-ENV NODE_OPTIONS=--max-semi-space-size=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No production dependency has an install script, so --ignore-scripts loses nothing. npm and

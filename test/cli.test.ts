@@ -37,18 +37,28 @@ describe('command line', () => {
     assert.match(stdout, /^\d+\.\d+\.\d+\n$/);
   });
 
-  it('compiles WebAssembly (undici\'s HTTP parser) with the baseline compiler only', async () => {
-    // Records the flags the CLI gives V8; ESM imports of node:v8 see the patched export once synced.
+  it('tunes V8 for serving (Liftoff-only wasm, no young-generation growth) only after the built-in modules are loaded', async () => {
+    // Records the flags the CLI gives V8, and whether node:tls was already loaded at that point:
+    // any flag change makes Node reject its built-in code cache for modules loaded afterwards.
     const dir = mkdtempSync(join(tmpdir(), 'b2b-cli-'));
     const preload = join(dir, 'record-v8-flags.cjs');
     writeFileSync(preload, `
       const v8 = require('node:v8');
       const set = v8.setFlagsFromString;
-      v8.setFlagsFromString = (flags) => { process.stderr.write('v8 flags: ' + flags + '\\n'); set(flags); };
+      v8.setFlagsFromString = (flags) => {
+        process.stderr.write('v8 flags: ' + flags + ' (tls loaded: ' + process.moduleLoadList.includes('NativeModule tls') + ')\\n');
+        set(flags);
+      };
       require('node:module').syncBuiltinESMExports();`);
-    const { stdout, stderr } = await sh(process.execPath, ['--require', preload, CLI, '--version']);
-    assert.match(stdout, /^\d+\.\d+\.\d+\n$/);
-    assert.match(stderr, /^v8 flags: --liftoff-only$/m);
+    const version = await sh(process.execPath, ['--require', preload, CLI, '--version']);
+    assert.doesNotMatch(version.stderr, /v8 flags/, 'short commands leave V8 alone');
+    const run = await sh(process.execPath, ['--require', preload, CLI, 'run', '--config', join(dir, 'missing.yaml')]).then(
+      () => assert.fail('run with a missing config file must fail'),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /^v8 flags: --liftoff-only \(tls loaded: true\)$/m);
+    assert.match(run.stderr, /^v8 flags: --semi-space-growth-factor=1 \(tls loaded: true\)$/m);
   });
 
   it('exits 2 on an unknown command or option', async () => {
