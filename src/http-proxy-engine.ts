@@ -72,7 +72,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           if (settled) return;
           settled = true;
           clearTimeout(deadline);
-          request.signal.off('abort', onAbort);
+          request.signal.offAbort(onAbort);
           if (err) reject(err);
           else resolve(response!);
         };
@@ -87,7 +87,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           options.headersTimeoutMs,
         );
         if (request.signal.aborted) return onAbort();
-        request.signal.once('abort', onAbort);
+        request.signal.onAbort(onAbort);
         exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
           // Idle deadline while the body streams: an upstream dripping bytes must still end.
           const socket = proxyRes.socket;

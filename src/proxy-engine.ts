@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import type { UpstreamBody } from './upstream-body.js';
 
@@ -46,17 +45,30 @@ export interface EngineOptions {
 }
 
 /**
- * A one-shot abort signal as an EventEmitter (undici accepts one). An AbortController per
- * request costs an EventTarget, and aborting one builds a DOMException with a stack; both
- * showed up in the hot-path profile.
+ * A one-shot abort signal. Not an AbortController (an EventTarget per request, and aborting one
+ * builds a DOMException with a stack) nor an EventEmitter (its constructor showed up in the
+ * per-request profile): a request has at most one upstream exchange listening at a time.
  */
-export class ClientGone extends EventEmitter {
+export class ClientGone {
   aborted = false;
+  #listeners: Array<() => void> = [];
+
+  /** `listener` runs once, on abort; it is not called if the signal already fired. */
+  onAbort(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  offAbort(listener: () => void): void {
+    const i = this.#listeners.indexOf(listener);
+    if (i >= 0) this.#listeners.splice(i, 1);
+  }
 
   abort(): void {
     if (this.aborted) return;
     this.aborted = true;
-    this.emit('abort');
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) listener();
   }
 }
 

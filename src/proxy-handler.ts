@@ -167,16 +167,17 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   }
 
   function writeResponse(route: ProxyRoute, req: IncomingMessage, res: ServerResponse, upstream: UpstreamResponse, started: number): void {
-    const headers = responseHeaders(upstream.headers);
-    metrics.responseStarted(route.name, req.method ?? 'GET', upstream.status, (clock.now() - started) / 1000);
+    const seconds = (clock.now() - started) / 1000;
     try {
-      res.writeHead(upstream.status, headers);
+      res.writeHead(upstream.status, responseHeaders(upstream.headers));
     } catch (err) {
       // A header value Node refuses to send (e.g. a control character): answered as a 502.
       upstream.body.destroy();
       throw err;
     }
     upstream.body.pipeTo(res);
+    // Recorded once the answer is on its way: off the latency path, and not twice if writeHead threw.
+    metrics.responseStarted(route.name, req.method ?? 'GET', upstream.status, seconds);
   }
 }
 

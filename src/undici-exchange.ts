@@ -37,7 +37,7 @@ export class UndiciExchange implements UpstreamBody {
     this.#signal = signal;
     this.#resolve = resolve;
     this.#reject = reject;
-    signal.once('abort', this.#onClientGone);
+    signal.onAbort(this.#onClientGone);
   }
 
   // --- undici's dispatch handler ---
@@ -70,12 +70,12 @@ export class UndiciExchange implements UpstreamBody {
 
   onComplete(): void {
     this.#done = true;
-    this.#signal.off('abort', this.#onClientGone);
+    this.#signal.offAbort(this.#onClientGone);
     this.#sink?.end();
   }
 
   onError(err: Error): void {
-    this.#signal.off('abort', this.#onClientGone);
+    this.#signal.offAbort(this.#onClientGone);
     if (this.#reject) {
       const reject = this.#reject;
       this.#resolve = this.#reject = undefined;
