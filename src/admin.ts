@@ -56,9 +56,7 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
 
   return function handleAdmin(req, res) {
     const peer = req.socket.remoteAddress;
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    const path = query < 0 ? url : url.slice(0, query);
+    const path = routePath(req.url ?? '/');
     if (!allow(peer)) {
       logger.warn('admin request refused by admin.allow', { source: peer ?? 'unknown', method: req.method, path });
       return sendBody(res, 403, { message: 'forbidden' });
@@ -81,6 +79,25 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
       failed(err);
     }
   };
+}
+
+/**
+ * The path a route is looked up by: query dropped, absolute-form (`GET http://host/metrics`)
+ * reduced to its path, case and one trailing slash ignored, as the express app matched them.
+ */
+function routePath(url: string): string {
+  let path = url;
+  if (!path.startsWith('/')) {
+    try {
+      path = new URL(path).pathname;
+    } catch {
+      return ''; // `*` or garbage: no route
+    }
+  }
+  const query = path.indexOf('?');
+  if (query >= 0) path = path.slice(0, query);
+  path = path.toLowerCase();
+  return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
 }
 
 function sendBody(res: ServerResponse, status: number, body: object, headers?: Record<string, string>): void {

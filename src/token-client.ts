@@ -58,6 +58,7 @@ export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions
   const url = new URL(gentokenUrl(baseUrl));
   // The CA must reach undici's connector; an https.Agent would be ignored (PITFALLS 13).
   const pool = new Pool(url.origin, {
+    allowH2: false, // see undici-engine.ts
     connect: ca ? { secureContext: trustContext(ca), rejectUnauthorized: true } : { rejectUnauthorized: true },
     // Renewals are minutes apart: a short idle timeout avoids reusing a socket the server closed.
     keepAliveTimeout: 4_000,

@@ -1,7 +1,7 @@
 import { trustContext } from './tls.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
 import { Pool } from './undici-core.js';
-import { UndiciExchange } from './undici-exchange.js';
+import { clientAborted, UndiciExchange } from './undici-exchange.js';
 
 /**
  * Proxy engine on undici's connection pool: keep-alive TLS, native header and body timeouts
@@ -14,6 +14,8 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
   const pool = new Pool(options.baseUrl.origin, {
     connections: options.maxSockets,
     pipelining: 1,
+    // HTTP/1.1 only: the bundle gives undici's HTTP/2 client no node:http2 (scripts/bundle.mjs).
+    allowH2: false,
     keepAliveTimeout: options.keepAliveTimeoutMs,
     keepAliveMaxTimeout: options.keepAliveTimeoutMs,
     headersTimeout: options.headersTimeoutMs,
@@ -28,6 +30,8 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
   let closed: Promise<void> | undefined;
   return {
     send(request) {
+      // A client gone during a token renewal must not cost a dispatch (and, once connected, a socket).
+      if (request.signal.aborted) return Promise.reject(clientAborted());
       return new Promise<UpstreamResponse>((resolve, reject) => {
         const exchange = new UndiciExchange(request.signal, resolve, reject);
         pool.dispatch({

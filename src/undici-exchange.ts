@@ -48,6 +48,8 @@ export class UndiciExchange implements UpstreamBody {
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
+    // Interim answers (100, 102, 103 Early Hints) are not the response: wait for the final one.
+    if (status < 200) return true;
     this.#resume = resume;
     const resolve = this.#resolve!;
     this.#resolve = this.#reject = undefined;
@@ -89,10 +91,20 @@ export class UndiciExchange implements UpstreamBody {
   // --- the response body ---
 
   pipeTo(res: ServerResponse): void {
+    let awaitingDrain = false;
+    const drained = () => {
+      awaitingDrain = false;
+      this.#resumeUpstream();
+    };
     this.#attach({
       data: (chunk) => {
         if (res.write(chunk)) return true;
-        res.once('drain', this.#resumeUpstream);
+        // One listener per full buffer: queued chunks flushed after the first `false` must not
+        // each add one (they would pile up and each resume the upstream on the next drain).
+        if (!awaitingDrain) {
+          awaitingDrain = true;
+          res.once('drain', drained);
+        }
         return false;
       },
       end: (last) => void res.end(last),
@@ -166,6 +178,7 @@ export class UndiciExchange implements UpstreamBody {
   }
 }
 
-function clientAborted(): Error {
+/** The error a request fails with when its client went away. */
+export function clientAborted(): Error {
   return Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' });
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { Gauge } from 'prom-client';
@@ -105,6 +105,24 @@ describe('admin handler', () => {
     assert.equal(res.headers.allow, 'GET, HEAD');
     assert.match(res.body.message, /DELETE/);
     await http.get('/healthz?probe=1').expect(200);
+  });
+
+  it('matches paths as the express app did: case and one trailing slash ignored', async () => {
+    const { http } = await start();
+    assert.deepEqual((await http.get('/healthz/').expect(200)).body, { status: 'ok' });
+    assert.deepEqual((await http.get('/READYZ').expect(200)).body, { status: 'ready' });
+    await http.get('/metrics/?x=1').expect(200);
+    await http.get('/healthz//').expect(404);
+    // Absolute-form request target (as sent to a forward proxy), which express also routed.
+    const { port } = servers.at(-1)!.address() as AddressInfo;
+    const raw = await new Promise<string>((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1', () => socket.end(`GET http://127.0.0.1:${port}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+      let text = '';
+      socket.on('data', (d) => (text += d));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    assert.match(raw, /^HTTP\/1\.1 200 /);
   });
 
   it('hides error details and stacks behind a generic 500 (PITFALLS 16)', async () => {

@@ -78,6 +78,24 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('passes the final answer after an interim 103 Early Hints', async () => {
+      const up = await startUpstream((_req, res) => {
+        res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        res.end('final');
+      });
+      const s = await startSidecar({ baseUrl: up.url, engine });
+      try {
+        await waitReady(s);
+        const res = await send(s.port, { path: '/hints' });
+        assert.equal(res.status, 200);
+        assert.equal(res.body.toString(), 'final');
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
     it('streams a large answer to a client that stops reading with back-pressure, then delivers it whole', async () => {
       const total = 96 * 1024 * 1024;
       const chunk = Buffer.alloc(64 * 1024, 0x61);

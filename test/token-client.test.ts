@@ -57,6 +57,12 @@ describe('token client', () => {
     assert.deepEqual(Object.keys(JSON.parse(req!.body)), ['password']);
   });
 
+  it('waits past an interim 103 Early Hints for the final answer', async () => {
+    const { value, error } = await exchange({ ...ok('tok-after-103', 900), earlyHints: true });
+    assert.equal(error, undefined);
+    assert.equal(value?.token, 'tok-after-103');
+  });
+
   it('ignores extra properties and accepts a string refreshToken', async () => {
     const { value } = await exchange({ status: 200, body: { token: 't0k', refreshToken: 'r', aliveSecondsTtl: 5, extra: 1 } });
     assert.deepEqual(value, { token: 't0k', refreshToken: 'r', aliveSecondsTtl: 5 });

@@ -51,7 +51,8 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
     throw new Error(`localization baseUrl must be https:// (got ${base.protocol})`);
   }
   const root = options.baseUrl.replace(/\/+$/, '');
-  const agent = new Agent({ connect: options.ca ? { secureContext: trustContext(options.ca) } : {}, keepAliveTimeout: 4000 });
+  // allowH2: false, see undici-engine.ts.
+  const agent = new Agent({ connect: options.ca ? { secureContext: trustContext(options.ca) } : {}, keepAliveTimeout: 4000, allowH2: false });
   const wallNow = options.wallNow ?? Date.now;
   let closed: Promise<void> | undefined;
 

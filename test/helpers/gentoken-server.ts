@@ -19,6 +19,8 @@ export interface Reply {
   body?: unknown;
   headers?: Record<string, string>;
   hang?: boolean;
+  /** Send a 103 Early Hints interim response first. */
+  earlyHints?: boolean;
 }
 
 export type Responder = (req: RecordedRequest, index: number) => Reply | Promise<Reply>;
@@ -61,6 +63,7 @@ export async function startGentokenServer(
       }
       void Promise.resolve(api.respond(recorded, index)).then((reply) => {
         if (reply.hang) return;
+        if (reply.earlyHints) res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
         const body = typeof reply.body === 'string' || reply.body === undefined ? (reply.body ?? '') : JSON.stringify(reply.body);
         res.writeHead(reply.status ?? 200, { 'content-type': 'application/json', ...reply.headers });
         res.end(body);

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { describe, it } from 'node:test';
+import { ClientGone, type UpstreamResponse } from '../src/proxy-engine.js';
+import { UndiciExchange } from '../src/undici-exchange.js';
+
+/** A client response whose socket buffer is full: every write is refused until 'drain'. */
+class FullResponse extends EventEmitter {
+  written: Buffer[] = [];
+  ended = false;
+  accept = false;
+  write(chunk: Buffer): boolean {
+    this.written.push(chunk);
+    return this.accept;
+  }
+  end(chunk?: Buffer): void {
+    if (chunk) this.written.push(chunk);
+    this.ended = true;
+  }
+  destroy(): void {}
+}
+
+/** An exchange driven by hand through undici's handler calls, as undici's client makes them. */
+function started() {
+  let response!: UpstreamResponse;
+  const exchange = new UndiciExchange(new ClientGone(), (r) => { response = r; }, (err) => { throw err; });
+  let resumes = 0;
+  exchange.onConnect(() => undefined);
+  exchange.onHeaders(200, [Buffer.from('content-type'), Buffer.from('text/plain')], () => { resumes++; });
+  return { exchange, response: () => response, resumes: () => resumes };
+}
+
+describe('undici exchange (dispatch handler that is also the response body)', () => {
+  it('waits for one drain, however many queued chunks a full client response refused', async () => {
+    const { exchange, response, resumes } = started();
+    await Promise.resolve();
+    // Small chunks queue up until the consumer attaches; past 64 KiB the upstream is paused.
+    let accepted = true;
+    for (let i = 0; accepted; i++) accepted = exchange.onData(Buffer.alloc(256, 97));
+    const res = new FullResponse();
+    response().body.pipeTo(res as unknown as ServerResponse);
+    assert.ok(res.written.length > 200, 'the queued chunks were flushed');
+    assert.equal(res.listenerCount('drain'), 1);
+    assert.equal(resumes(), 0, 'nothing resumed while the client buffer is full');
+    res.accept = true;
+    res.emit('drain');
+    assert.equal(resumes(), 1, 'one drain resumes the upstream once');
+    assert.equal(res.listenerCount('drain'), 0);
+    exchange.onComplete();
+    assert.ok(res.ended);
+  });
+
+  it('ignores interim 1xx answers and settles on the final one', async () => {
+    let status = 0;
+    const exchange = new UndiciExchange(new ClientGone(), (r) => { status = r.status; }, (err) => { throw err; });
+    exchange.onConnect(() => undefined);
+    assert.equal(exchange.onHeaders(103, [Buffer.from('link'), Buffer.from('</a.css>; rel=preload')], () => undefined), true);
+    await Promise.resolve();
+    assert.equal(status, 0);
+    exchange.onHeaders(200, [], () => undefined);
+    await Promise.resolve();
+    assert.equal(status, 200);
+  });
+
+  it('sends a small answer that arrived whole with a single end(chunk)', async () => {
+    const { exchange, response } = started();
+    exchange.onData(Buffer.from('hello'));
+    exchange.onComplete();
+    await Promise.resolve();
+    const res = new FullResponse();
+    response().body.pipeTo(res as unknown as ServerResponse);
+    assert.deepEqual(res.written.map(String), ['hello']);
+    assert.ok(res.ended);
+    assert.equal(res.listenerCount('drain'), 0);
+  });
+});
+
+describe('undici engine', () => {
+  it('does not dispatch for a client that is already gone (e.g. during a token renewal)', async () => {
+    const { createServer } = await import('node:http');
+    const { createUndiciEngine } = await import('../src/undici-engine.js');
+    let requests = 0;
+    const up = createServer((_req, res) => { requests++; res.end('x'); });
+    await new Promise<void>((r) => up.listen(0, '127.0.0.1', r));
+    const port = (up.address() as { port: number }).port;
+    const engine = createUndiciEngine({ baseUrl: new URL(`http://127.0.0.1:${port}`), ca: undefined, maxSockets: 1, keepAliveTimeoutMs: 1000, headersTimeoutMs: 1000, bodyTimeoutMs: 1000 });
+    try {
+      const gone = new ClientGone();
+      gone.abort();
+      await assert.rejects(engine.send({ method: 'GET', path: '/', headers: {}, body: undefined, signal: gone }), { code: 'UND_ERR_ABORTED' });
+      const live = await engine.send({ method: 'GET', path: '/', headers: {}, body: undefined, signal: new ClientGone() });
+      assert.equal((await live.body.readAll(10))?.toString(), 'x');
+      assert.equal(requests, 1, 'only the live request reached the upstream');
+    } finally {
+      await engine.close();
+      await new Promise((r) => up.close(r));
+    }
+  });
+});
