@@ -11,7 +11,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, wr
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
-import { cpuMicros, MB, statusBytes, sumStatus } from './lib/proc.js';
+import { cpuMicros, machineTicks, MB, statusBytes, sumStatus } from './lib/proc.js';
 import {
   API_KEY, deployedNodeOptions, NGINX_BIN, prepareTls, ROOT, setDistDir, sidecarCli, startBare, startNginx, startSidecar, startUpstream,
   touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
@@ -145,6 +145,7 @@ async function main(): Promise<number> {
   const idleTimers: Array<Promise<void>> = [];
   const idleHandles: NodeJS.Timeout[] = [];
   const load0 = loadavg()[0]!;
+  const ticks0 = machineTicks();
 
   try {
     const { caFile, caPem } = await prepareTls(join(work, 'tls'));
@@ -308,7 +309,9 @@ async function main(): Promise<number> {
   }
 
   const elapsed = (performance.now() - T0) / 1000;
-  const report = renderReport({ opts, configs, samples, failed, idle, streams, rotations, notes, elapsed, load0 });
+  const ticks1 = machineTicks();
+  const stealPct = ticks0 && ticks1 && ticks1.total > ticks0.total ? (100 * (ticks1.steal - ticks0.steal)) / (ticks1.total - ticks0.total) : undefined;
+  const report = renderReport({ opts, configs, samples, failed, idle, streams, rotations, notes, elapsed, load0, stealPct });
   mkdirSync(join(ROOT, 'bench', 'results', 'raw'), { recursive: true });
   writeFileSync(opts.out, report.markdown);
   writeFileSync(join(ROOT, 'bench', 'results', 'raw', `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
@@ -330,6 +333,8 @@ interface ReportInput {
   notes: string[];
   elapsed: number;
   load0: number;
+  /** Share of CPU time the hypervisor stole during the run (/proc/stat), when readable. */
+  stealPct: number | undefined;
 }
 
 function renderReport(r: ReportInput): { markdown: string; failures: number } {
@@ -346,7 +351,10 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
   const lines: string[] = [];
   lines.push(`# b2b-sidecar benchmark${opts.smoke ? ' — SMOKE RUN (short, not for conclusions)' : ''}`, '');
   lines.push(`${new Date().toISOString()} · ${cpus().length} × ${cpuModel} · Node ${process.version} · load: ${LOAD_TOOL} · ` +
-    `pinning: ${HAS_TASKSET ? 'proxy alone on CPU 1; load generator, upstream and harness on CPU 0' : 'none (no taskset)'} · load average at start ${r.load0.toFixed(2)}`, '');
+    `pinning: ${HAS_TASKSET ? 'proxy alone on CPU 1; load generator, upstream and harness on CPU 0' : 'none (no taskset)'} · load average at start ${r.load0.toFixed(2)} · CPU steal during the run ${r.stealPct === undefined ? 'unknown' : `${r.stealPct.toFixed(1)} %`}`, '');
+  if (r.stealPct !== undefined && r.stealPct >= 2) {
+    lines.push(`> The host took ${r.stealPct.toFixed(1)} % of this machine's CPU time during the run: latencies (and to a lesser degree throughput) are inflated for every configuration, including nginx.`, '');
+  }
   lines.push(`Upstream: the B2B simulator over HTTPS (keep-alive, token + ApiKey checked on every request) in its own process. ` +
     `${opts.rounds} round(s), configurations alternating, each in a fresh process: warm-up ${opts.warmupSeconds} s, GET 1 KiB JSON at 50 connections ${opts.seconds} s, ` +
     `at 1 connection ${opts.latencySeconds} s, POST 4 KiB echo at 50 connections ${opts.postSeconds} s. Medians over rounds; spread is min–max. ` +

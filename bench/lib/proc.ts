@@ -23,6 +23,21 @@ export function cpuTicks(pid: number): number | undefined {
   }
 }
 
+/**
+ * The machine's aggregate CPU ticks from /proc/stat: `steal` is time a virtual machine's CPUs
+ * were runnable but the host ran something else, which inflates every latency figure.
+ */
+export function machineTicks(): { total: number; steal: number } | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n').find((l) => l.startsWith('cpu '));
+    const fields = line!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal [guest guest_nice, already counted in user/nice]
+    return { total: fields.slice(0, 8).reduce((a, b) => a + b, 0), steal: fields[7] ?? 0 };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Summed CPU time of several processes, in microseconds. */
 export function cpuMicros(pids: readonly number[]): number {
   let ticks = 0;
