@@ -19,13 +19,14 @@
 #   deleted from the runtime stage. /bin/sh is still present in the slim base; if you need it gone,
 #   copy /app from this image onto a distroless base with ENTRYPOINT ["/nodejs/bin/node", "dist/cli.js"].
 
-# ---- build: all dependencies, compile TypeScript to dist/ ----
+# ---- build: all dependencies, compile TypeScript to dist/ and bundle the CLI ----
 FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /src
 # Manifests first so the dependency layer is cached until package*.json change.
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
+COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 

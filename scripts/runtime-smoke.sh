@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Reproduces the Dockerfile's two stages without Docker, to prove the runtime image lacks nothing:
-#   build stage:   a fresh copy of the repository, npm ci, npm run build
+#   build stage:   only the files the build stage COPYs from the context (scripts/docker-context.ts
+#                  reads the Dockerfile and .dockerignore), npm ci, npm run build
 #   runtime stage: a directory with only package.json, package-lock.json and dist/ (what the
 #                  runtime stage COPYs), npm ci --omit=dev --ignore-scripts
 # then, in the runtime directory: node dist/cli.js --help, and a short `demo` run whose first
 # printed curl line must answer 200 through the sidecar; SIGTERM must end it with exit code 0.
 #
-# Usage: scripts/runtime-smoke.sh   (npm run smoke:runtime; needs git, npm, curl; network or npm cache)
+# Usage: scripts/runtime-smoke.sh   (npm run smoke:runtime; needs npm, curl, the dev dependencies; network or npm cache)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,11 +31,9 @@ fail() {
   exit 1
 }
 
-step "fresh copy of the repository (tracked and untracked, not ignored) in $work/build"
+step "build stage's context: the files the Dockerfile's build stage COPYs, after .dockerignore, in $work/build"
 mkdir -p "$work/build" "$work/runtime"
-git -C "$repo" ls-files -z --cached --others --exclude-standard \
-  | while IFS= read -r -d '' f; do [ -e "$repo/$f" ] && printf '%s\0' "$f"; done \
-  | tar -C "$repo" --null -T - -cf - | tar -C "$work/build" -xf -
+(cd "$repo" && node --import tsx scripts/docker-context.ts copy-stage 0 "$work/build")
 
 step "build stage: npm ci && npm run build"
 (cd "$work/build" && npm ci --no-audit --no-fund && npm run build)

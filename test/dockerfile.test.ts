@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { ConfigSchema } from '../src/config-schema.js';
+import { contextCopies, isIgnored, parseDockerfile, parseDockerignore, stageFiles, stagesOf, type Stage } from '../scripts/docker-context.js';
 
 /**
  * The image cannot be built here (no Docker engine), so the Dockerfile is parsed and its
@@ -13,57 +15,8 @@ import { ConfigSchema } from '../src/config-schema.js';
 const root = new URL('../', import.meta.url);
 const dockerfile = readFileSync(new URL('Dockerfile', root), 'utf8');
 const dockerignore = readFileSync(new URL('.dockerignore', root), 'utf8');
-const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { engines: { node: string } };
-
-interface Instruction {
-  name: string; // upper case
-  args: string; // continuation lines joined, flags included
-  line: number;
-}
-
-interface Stage {
-  image: string;
-  alias?: string;
-  body: Instruction[];
-}
-
-/** Just enough of the Dockerfile grammar: comments, `\` continuations, one instruction a line. */
-function parseDockerfile(source: string): Instruction[] {
-  const out: Instruction[] = [];
-  let pending = '';
-  let start = 0;
-  source.split('\n').forEach((raw, i) => {
-    const line = raw.replace(/\r$/, '');
-    if (/^\s*#/.test(line) || (pending === '' && line.trim() === '')) return;
-    if (pending === '') start = i + 1;
-    if (/\\\s*$/.test(line)) {
-      pending += `${line.replace(/\\\s*$/, '')} `;
-      return;
-    }
-    const full = (pending + line).trim();
-    pending = '';
-    const m = /^(\w+)\s+([\s\S]*)$/.exec(full);
-    assert.ok(m, `line ${start}: cannot parse "${full}"`);
-    out.push({ name: m[1]!.toUpperCase(), args: m[2]!.trim(), line: start });
-  });
-  assert.equal(pending, '', 'the Dockerfile ends inside a line continuation');
-  return out;
-}
-
-function stagesOf(instructions: Instruction[]): Stage[] {
-  const stages: Stage[] = [];
-  for (const ins of instructions) {
-    if (ins.name === 'FROM') {
-      const m = /^(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?$/i.exec(ins.args);
-      assert.ok(m, `line ${ins.line}: unexpected FROM "${ins.args}"`);
-      stages.push({ image: m[1]!, alias: m[2], body: [] });
-    } else {
-      assert.ok(stages.length > 0 || ins.name === 'ARG', `line ${ins.line}: ${ins.name} before the first FROM`);
-      stages.at(-1)?.body.push(ins);
-    }
-  }
-  return stages;
-}
+const rootPath = fileURLToPath(root);
+const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { engines: { node: string }; scripts: { build: string } };
 
 /** Exec form (a JSON array) of CMD/ENTRYPOINT/HEALTHCHECK CMD; fails on shell form. */
 function execForm(args: string, what: string): string[] {
@@ -77,8 +30,7 @@ function execForm(args: string, what: string): string[] {
   return parsed as string[];
 }
 
-const instructions = parseDockerfile(dockerfile);
-const stages = stagesOf(instructions);
+const stages = stagesOf(parseDockerfile(dockerfile));
 const runtime = stages.at(-1)!;
 const build = stages[0]!;
 const all = (stage: Stage, name: string) => stage.body.filter((i) => i.name === name);
@@ -163,29 +115,31 @@ describe('Dockerfile', () => {
   });
 
   it('copies only files that exist and that .dockerignore lets through', () => {
-    const ignored = dockerignore
-      .split('\n')
-      .map((l) => l.trim())
-      .filter((l) => l !== '' && !l.startsWith('#'))
-      .map((p) => {
-        assert.ok(!p.startsWith('!'), 'negations are not handled by this test');
-        const re = p.replace(/[.+^${}()|[\]]/g, '\\$&').replace(/\*\*\//g, '(?:.*/)?').replace(/\*/g, '[^/]*');
-        return new RegExp(`^${re}(?:/.*)?$`);
-      });
-    for (const stage of stages) {
-      for (const copy of all(stage, 'COPY')) {
-        if (/--from=/.test(copy.args)) continue;
-        const parts = copy.args.replace(/--\S+\s+/g, '').split(/\s+/);
-        for (const source of parts.slice(0, -1)) {
-          const path = source.replace(/^\.\//, '').replace(/\/$/, '');
-          assert.ok(existsSync(new URL(path, root)), `COPY ${source}: not in the repository`);
-          assert.ok(!ignored.some((re) => re.test(path)), `COPY ${source}: excluded by .dockerignore`);
-        }
-      }
+    const rules = parseDockerignore(dockerignore);
+    // stageFiles throws, as docker build would fail, on a missing or excluded source.
+    for (const stage of stages) assert.doesNotThrow(() => stageFiles(rootPath, stage, rules));
+    for (const path of ['node_modules', 'dist', '.git', 'test/x.test.ts', 'src/a/key.pem', '.env']) {
+      assert.ok(isIgnored(path, rules), `.dockerignore should exclude ${path}`);
     }
-    for (const path of ['node_modules', 'dist', '.git', 'test/x.test.ts']) {
-      assert.ok(ignored.some((re) => re.test(path)), `.dockerignore should exclude ${path}`);
+  });
+
+  it('gives the build stage every file that npm run build reads', () => {
+    const copied = new Set(stageFiles(rootPath, build, parseDockerignore(dockerignore)).map(([from]) => from));
+    // The build script names its inputs (tsconfig.json, scripts/bundle.mjs); tsc reads src/.
+    const named = pkg.scripts.build.split(/\s+/).filter((word) => /\.(json|mjs|js|ts)$/.test(word));
+    assert.ok(named.length >= 2, `expected file names in the build script: ${pkg.scripts.build}`);
+    for (const file of [...named, 'src/cli.ts', 'src/sidecar.ts']) {
+      assert.ok(copied.has(file), `the build stage does not get ${file} from the context`);
     }
+    assert.ok(contextCopies(build).every((c) => !c.sources.includes('.')), 'the build stage copies named inputs, not the whole context');
+  });
+
+  it('reads .dockerignore as Docker does: directories, ** and ! exceptions, last match wins', () => {
+    const rules = parseDockerignore('scripts\n!scripts/bundle.mjs\n**/*.pem\n');
+    assert.equal(isIgnored('scripts/test-rules.sh', rules), true);
+    assert.equal(isIgnored('scripts/bundle.mjs', rules), false);
+    assert.equal(isIgnored('a/b/c.pem', rules), true);
+    assert.equal(isIgnored('src/cli.ts', rules), false);
   });
 });
 
