@@ -36,14 +36,21 @@ export const STRIPPED_RESPONSE_HEADERS: ReadonlySet<string> = new Set([
   'upgrade',
 ]);
 
-/** Header names a `Connection` header nominates as hop-by-hop (lower-cased); empty when absent. */
+/**
+ * Framing and routing headers a `Connection` header cannot remove: dropping Content-Length by
+ * nomination left a body without framing, which the upstream read as a second request carrying
+ * the next client's credentials (request smuggling). The sidecar decides these itself.
+ */
+const NOT_NOMINATABLE: ReadonlySet<string> = new Set(['content-length', 'transfer-encoding', 'host']);
+
+/** Header names a `Connection` header nominates as hop-by-hop (lower-cased); undefined when none. */
 export function connectionNominated(value: string | string[] | undefined): Set<string> | undefined {
   // The usual values nominate nothing but themselves; skip the parse on the hot path.
   if (value === undefined || value === 'keep-alive' || value === 'close') return undefined;
   const names = new Set<string>();
   for (const part of (Array.isArray(value) ? value.join(',') : value).split(',')) {
     const name = part.trim().toLowerCase();
-    if (name) names.add(name);
+    if (name && !NOT_NOMINATABLE.has(name)) names.add(name);
   }
   return names;
 }

@@ -3,9 +3,20 @@ import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
 import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
+import httpProxyCommon from 'http-proxy/lib/http-proxy/common.js';
+import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js';
 import { trustContext } from './tls.js';
-import type { EngineOptions, ProxyEngine, UpstreamResponse } from './proxy-engine.js';
+import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
 import { streamBody } from './upstream-body.js';
+
+// http-proxy joins the target's path and the request path with `.replace(/\/+/g, '/')`, so `/a//b`
+// went upstream as `/a/b` while the undici engine sends it as is. This engine builds the full
+// path itself (`prependPath: false`; `toProxy: true` also skips a url.parse that re-escapes it),
+// so the join only has to pass it through. Nothing else in the process uses http-proxy.
+httpProxyCommon.urlJoin = (base: string, path: string) => base + path;
+
+/** Framing for a streamed body of unknown length (Content-Length absent): chunked, never raw. */
+const CHUNKED = Object.freeze({ 'transfer-encoding': 'chunked' });
 
 /** The client response is ours to write; http-proxy only checks these two flags. */
 const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) as unknown as ServerResponse;
@@ -30,8 +41,11 @@ class Exchange extends EventEmitter {
  * this file, PITFALLS 3); `changeOrigin` pins Host and SNI to the service (PITFALLS 5); a
  * client abort destroys the upstream request (PITFALLS 4); our own header deadline replaces
  * `proxyTimeout` (PITFALLS 6); no `followRedirects` (PITFALLS 11); keep-alive agent (PITFALLS 9).
+ * Every body goes upstream with explicit framing, and http-proxy's `deleteLength` pass is
+ * removed (see below).
  */
 export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
+  const basePath = basePathOf(options.baseUrl);
   const agent = new Agent({
     keepAlive: true,
     maxSockets: options.maxSockets,
@@ -49,8 +63,18 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     xfwd: false,
     secure: true,
     followRedirects: false,
+    prependPath: false,
+    toProxy: true,
     // No `ca` here: http-proxy would copy it into every request; the agent's context applies.
   });
+  // `deleteLength` sets `content-length: 0` on a DELETE or OPTIONS without one (and drops
+  // transfer-encoding) while the body is still written: on a keep-alive upstream connection that
+  // body is read as a second request, and the next client's credentialed request becomes its
+  // body (request smuggling). Removed by identity: minified bundles rename functions.
+  const passes = (proxy as unknown as { webPasses: unknown[] }).webPasses;
+  const deleteLength = passes.indexOf(webIncomingPasses.deleteLength);
+  if (deleteLength === -1) throw new Error('http-proxy: the deleteLength pass to remove was not found');
+  passes.splice(deleteLength, 1);
   // Without an 'error' listener http-proxy crashes the process (PITFALLS 1); errors are also
   // delivered to each call's callback below.
   proxy.on('error', () => undefined);
@@ -66,7 +90,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   return {
     send(request) {
       return new Promise<UpstreamResponse>((resolve, reject) => {
-        const exchange = new Exchange(request.method, request.path, request.headers);
+        const exchange = new Exchange(request.method, basePath + request.path, request.headers);
         let settled = false;
         const finish = (err: Error | undefined, response?: UpstreamResponse) => {
           if (settled) return;
@@ -100,11 +124,17 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           });
           finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
         });
-        const body = request.body === undefined ? Readable.from([]) : Buffer.isBuffer(request.body) ? Readable.from([request.body]) : request.body;
+        // Explicit framing for every body: Node's client sends a DELETE/OPTIONS body without
+        // Content-Length or chunked framing as raw bytes, which the upstream reads as a new request.
+        const body = request.body;
+        let web: { buffer: Readable; headers?: Record<string, string> };
+        if (body === undefined) web = { buffer: Readable.from([]) };
+        else if (Buffer.isBuffer(body)) web = { buffer: Readable.from([body]), headers: { 'content-length': String(body.length) } };
+        else web = request.headers['content-length'] === undefined ? { buffer: body, headers: CHUNKED } : { buffer: body };
         proxy.web(
           exchange as unknown as IncomingMessage,
           RESPONSE_STANDIN, // with selfHandleResponse only `headersSent`/`finished` are read
-          { buffer: body },
+          web, // `headers` are merged over the request's by http-proxy, after the passes ran
           (err: Error) => finish(err),
         );
       });

@@ -105,8 +105,16 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     if (route.methods && !route.methods.has(method)) {
       return respond(405, `method ${method} not allowed on this route`, { allow: [...route.methods].join(', ') });
     }
+    // An upstream that reflects TRACE would hand the attached token and ApiKey back to the client.
+    // (TRACK never gets here: Node's parser answers unknown methods with 400.)
+    if (method === 'TRACE') return respond(405, 'TRACE is not supported: it would reflect the credentials the sidecar attaches');
 
     const path = upstreamPath(url, route.prefix);
+    if (path !== url) {
+      // Removing the prefix can expose a new start: `/l10n//evil.example/x` becomes `//evil.example/x`.
+      const badPath = checkRequestTarget(path);
+      if (badPath) return respond(400, badPath);
+    }
     // Credentials are taken only once the body is read: a slow upload must not carry a token
     // that expired while it was being buffered.
     const go = (body: BodyPlan) => {
@@ -155,7 +163,9 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
         } catch (err) {
           logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
         }
-        if (renewed) {
+        // A throttled or failed renewal can settle with the very credentials just rejected:
+        // replaying with them would only earn a second 401.
+        if (renewed && renewed.generation !== credentials.generation) {
           upstream = await send(renewed);
           if (upstream.status === 401) metrics.upstreamUnauthorized();
         } else {

@@ -2,7 +2,9 @@
  * Checks a request target before anything routes on it (PITFALLS 8). Only origin-form targets
  * with a normalised path are accepted: no absolute-form (`http://other/x`), no `//host/x`,
  * no dot segments, raw or percent-encoded, and no encoded slashes or backslashes, which some
- * servers decode into path separators. Returns undefined when acceptable, else the reason.
+ * servers decode into path separators. Matrix parameters count as part of the segment they
+ * follow: Tomcat, Jetty and Spring read `..;x` as `..` and `/;x/host` as `//host`.
+ * Returns undefined when acceptable, else the reason.
  */
 export function checkRequestTarget(url: string): string | undefined {
   if (url.charCodeAt(0) !== 47 /* / */) {
@@ -13,8 +15,8 @@ export function checkRequestTarget(url: string): string | undefined {
   if (url.charCodeAt(1) === 47) return 'request path must not start with //';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  // Fast path: the common case has no percent signs, dots after slashes or backslashes.
-  if (!/%|\/\.|\\/.test(path)) return undefined;
+  // Fast path: the common case has no percent signs, dots or semicolons after slashes, or backslashes.
+  if (!/%|\/[.;]|\\/.test(path)) return undefined;
   if (/%(2f|5c|00)/i.test(path) || path.includes('\\')) return 'encoded slashes and backslashes are not accepted in the path';
   let decoded: string;
   try {
@@ -22,8 +24,13 @@ export function checkRequestTarget(url: string): string | undefined {
   } catch {
     return 'malformed percent-encoding in the path';
   }
-  for (const segment of decoded.split('/')) {
-    if (segment === '.' || segment === '..') return 'dot segments are not accepted in the path';
+  const segments = decoded.split('/');
+  for (let i = 1; i < segments.length; i++) {
+    const segment = segments[i]!;
+    const semicolon = segment.indexOf(';');
+    const name = semicolon === -1 ? segment : segment.slice(0, semicolon);
+    if (name === '.' || name === '..') return 'dot segments are not accepted in the path';
+    if (i === 1 && name === '') return 'request path must not start with // (nor with a parameter-only segment)';
   }
   return undefined;
 }

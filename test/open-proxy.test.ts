@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { CREDENTIALS, send, startSidecar, startSimulator, waitReady, type RunningSidecar } from './helpers/stack.js';
+import { createLocalizationSimulator, type LocalizationSimulator } from '../src/simulator/localization-simulator.js';
+import { CREDENTIALS, ENGINES, send, startSidecar, startSimulator, waitReady, type RunningSidecar } from './helpers/stack.js';
+import { testTls } from './helpers/tls.js';
+import { startUpstream } from './helpers/upstream.js';
 
 /** Sends raw bytes and returns everything the listener answers until it closes. */
 function raw(port: number, text: string, host = '127.0.0.1'): Promise<string> {
@@ -57,7 +60,9 @@ describe('never an open proxy', () => {
     assert.equal(sim.stats.apiRequests, before + 1);
   });
 
-  for (const path of ['//127.0.0.1/x', `//127.0.0.1:0/x`, '/..%2f..%2fx', '/pub/../x', '/%2e%2e/x']) {
+  for (const path of ['//127.0.0.1/x', `//127.0.0.1:0/x`, '/..%2f..%2fx', '/pub/../x', '/%2e%2e/x',
+    // Matrix parameters: Tomcat, Jetty and Spring read `..;` as `..`, escaping the base path.
+    '/pub/b2b/v1/..;/..;/admin', '/pub/%2e%2e;/x', '/a/..%3b/b', '/;x/127.0.0.1/x']) {
     it(`refuses the path ${path}`, async () => {
       const before = sim.stats.apiRequests;
       const res = await send(s.port, { path });
@@ -82,12 +87,17 @@ describe('never an open proxy', () => {
     assert.match(answer, /^HTTP\/1\.1 501/);
   });
 
-  it('does not let a malformed pipelined request answer in place of the pending one', async () => {
-    const answer = await raw(s.port,
-      'GET /pub/b2b/v1/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n' +
-      `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`);
-    assert.doesNotMatch(answer, /^HTTP\/1\.1 431/, 'the first bytes must not be a 431 for the second request');
-  });
+  const pipelined: Array<[kind: string, second: () => string, wrong: RegExp]> = [
+    ['a malformed', () => `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`, /^HTTP\/1\.1 431/],
+    ['an Upgrade', () => 'GET /pub/b2b/v1/echo HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n', /^HTTP\/1\.1 501/],
+    ['a CONNECT', () => `CONNECT 127.0.0.1:${canaryPort} HTTP/1.1\r\nHost: 127.0.0.1:${canaryPort}\r\n\r\n`, /^HTTP\/1\.1 405/],
+  ];
+  for (const [kind, second, wrong] of pipelined) {
+    it(`does not let ${kind} pipelined request answer in place of the pending one`, async () => {
+      const answer = await raw(s.port, 'GET /pub/b2b/v1/slow?ms=300 HTTP/1.1\r\nHost: x\r\n\r\n' + second());
+      assert.doesNotMatch(answer, wrong, `the first bytes must not be the refusal of ${kind} request`);
+    });
+  }
 
   it('refuses oversized request headers with 431', async () => {
     const answer = await raw(s.port, `GET / HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(32 * 1024)}\r\n\r\n`);
@@ -102,6 +112,78 @@ describe('never an open proxy', () => {
     }
   });
 });
+
+describe('routes that would hand the credentials back or leave the base path', () => {
+  let sim: Awaited<ReturnType<typeof startSimulator>>;
+  let l10n: LocalizationSimulator;
+  let s: RunningSidecar;
+
+  before(async () => {
+    sim = await startSimulator();
+    l10n = createLocalizationSimulator({ token: 'wlu_localization_token_123456', tls: await testTls() });
+    const { url } = await l10n.start();
+    s = await startSidecar({
+      baseUrl: sim.baseUrl,
+      overrides: { localization: { baseUrl: url, caFile: (await testTls()).caFile, token: 'wlu_localization_token_123456', watch: ['demo/web/en'] } },
+    });
+    await waitReady(s);
+  });
+  after(async () => {
+    await s.stop();
+    await l10n.stop();
+    await sim.stop();
+  });
+
+  for (const path of ['/l10n//evil.example/x', '/l10n/;x/evil.example/x', '/l10n/%3b/evil.example/x']) {
+    it(`refuses ${path}, which starts with // once the prefix is removed`, async () => {
+      const before = l10n.stats.count;
+      const res = await send(s.port, { path });
+      assert.equal(res.status, 400);
+      assert.match(res.json<{ message: string }>().message, /must not start with \/\//);
+      assert.equal(l10n.stats.count, before);
+    });
+  }
+
+  for (const path of ['/pub/b2b/v1/echo', '/l10n/api/translations/demo/web/en/']) {
+    it(`answers TRACE on ${path} with 405 without contacting anything`, async () => {
+      const before = { api: sim.stats.apiRequests, l10n: l10n.stats.count };
+      const res = await send(s.port, { method: 'TRACE', path });
+      assert.equal(res.status, 405);
+      assert.equal(typeof res.json().message, 'string');
+      assert.deepEqual({ api: sim.stats.apiRequests, l10n: l10n.stats.count }, before);
+    });
+  }
+
+  it('refuses TRACK before it reaches the proxy (Node\'s parser knows no such method)', async () => {
+    const before = sim.stats.apiRequests;
+    const answer = await raw(s.port, 'TRACK /pub/b2b/v1/echo HTTP/1.1\r\nHost: x\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 4\d\d/);
+    assert.equal(sim.stats.apiRequests, before);
+  });
+});
+
+for (const engine of ENGINES) {
+  it(`does not let a service that reflects TRACE hand the token and ApiKey back (engine ${engine})`, async () => {
+    // A reflecting service, as TRACE is specified: the request comes back as the body.
+    const up = await startUpstream((req, res) => {
+      res.writeHead(200, { 'content-type': 'message/http' });
+      res.end(`${req.method} ${req.url} HTTP/1.1\r\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${String(v)}`).join('\r\n')}\r\n\r\n`);
+    });
+    const s = await startSidecar({ baseUrl: up.url, engine });
+    try {
+      await waitReady(s);
+      const res = await send(s.port, { method: 'TRACE', path: '/pub/b2b/v1/echo' });
+      assert.equal(res.status, 405);
+      const text = res.body.toString();
+      assert.equal(text.includes(CREDENTIALS.apiKey), false, 'the ApiKey came back to the client');
+      assert.equal(text.includes(s.sidecar.tokens!.current()!.value), false, 'the token came back to the client');
+      assert.equal(up.seen.length, 0);
+    } finally {
+      await s.stop();
+      await up.close();
+    }
+  });
+}
 
 describe('slow clients', () => {
   it('answers 408 to a client that never finishes its headers (headersTimeoutMs)', async () => {

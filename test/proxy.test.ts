@@ -44,6 +44,21 @@ for (const engine of ENGINES) {
       assert.equal(echo.query, 'x=1&y=%2F&z');
     });
 
+    it('sends empty path segments upstream as received, like the other engine', async () => {
+      const res = await send(s.port, { path: '/pub/b2b/v1/echo/a//b/?x=1//2' });
+      const echo = res.json<Echo>();
+      assert.equal(echo.path, '/pub/b2b/v1/echo/a//b/');
+      assert.equal(echo.query, 'x=1//2');
+    });
+
+    it('answers TRACE with 405 and never sends it upstream with the credentials', async () => {
+      const before = sim.stats.apiRequests;
+      const res = await send(s.port, { method: 'TRACE', path: '/pub/b2b/v1/echo' });
+      assert.equal(res.status, 405);
+      assert.match(res.json<{ message: string }>().message, /TRACE/);
+      assert.equal(sim.stats.apiRequests, before);
+    });
+
     it('forwards a 1 MiB POST body intact', async () => {
       const body = Buffer.alloc(1024 * 1024, 7);
       body.write('start', 0);
