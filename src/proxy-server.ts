@@ -19,9 +19,10 @@ export interface Listener {
   readonly inflight: number;
 }
 
-/** Responses still pending on a connection (pipelined requests queue behind each other). */
+/** Responses not closed yet on a connection, oldest first (pipelined requests queue behind each other). */
 const PENDING = Symbol('b2b-sidecar.pending');
-type CountedSocket = { [PENDING]?: number };
+type CountedSocket = Duplex & { [PENDING]?: ServerResponse[] };
+type NodeResponse = ServerResponse & { _closed?: boolean };
 
 const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
 
@@ -52,11 +53,16 @@ export function createListener(
     },
     (req, res) => {
       inflight++;
-      const socket = req.socket as typeof req.socket & CountedSocket;
-      socket[PENDING] = (socket[PENDING] ?? 0) + 1;
+      const socket = req.socket as CountedSocket;
+      let pending = socket[PENDING];
+      if (!pending) {
+        pending = socket[PENDING] = [];
+        socket.once('close', closePending); // one listener per connection, not per request
+      }
+      pending.push(res);
       res.once('close', () => {
         inflight--;
-        socket[PENDING]!--;
+        pending.splice(pending.indexOf(res), 1);
       });
       // While draining, finish this request but do not keep the connection for another.
       if (closing) res.shouldKeepAlive = false;
@@ -64,18 +70,12 @@ export function createListener(
     },
   );
   server.maxConnections = limits.maxConnections;
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => rawAnswer(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
-  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => rawAnswer(socket, 501, 'protocol upgrades are not supported'));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuse(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
+  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => refuse(socket, 501, 'protocol upgrades are not supported'));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     if (err.code !== 'ECONNRESET') logger.debug('malformed or slow client request refused', { code: err.code, status });
-    // A bad pipelined request behind one still being answered: a raw answer now would be read
-    // as the response to the earlier request, so close the connection instead.
-    if (((socket as Duplex & CountedSocket)[PENDING] ?? 0) > 0) {
-      socket.destroy();
-      return;
-    }
-    rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
+    refuse(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
   });
 
   return {
@@ -106,6 +106,37 @@ export function createListener(
       await closed;
     },
   };
+}
+
+/**
+ * Answers a request Node hands over outside the request handler (CONNECT, Upgrade, a malformed
+ * one) on the raw socket. Behind a pipelined request still being answered, that answer would be
+ * read as the response to the earlier request, so the connection is closed instead.
+ */
+function refuse(socket: CountedSocket, status: number, message: string): void {
+  if ((socket[PENDING]?.length ?? 0) > 0) {
+    socket.destroy();
+    return;
+  }
+  rawAnswer(socket, status, message);
+}
+
+/**
+ * Node 20 emits 'close' only on the response that holds the socket: responses queued behind it
+ * (pipelining) never close when the client goes, so their upstream requests, in-flight counts
+ * and log lines would leak. They are closed here the way Node closes the current one
+ * (`emitCloseNT` in lib/_http_server.js, whose `_closed` flag keeps either side from closing
+ * a response twice).
+ */
+function closePending(this: CountedSocket): void {
+  const pending = this[PENDING]!;
+  if (pending.length === 0) return;
+  for (const res of [...pending] as NodeResponse[]) { // each 'close' removes its response
+    if (res._closed) continue;
+    res.destroyed = true;
+    res._closed = true;
+    res.emit('close');
+  }
 }
 
 function rawAnswer(socket: Duplex, status: number, message: string): void {

@@ -1,11 +1,13 @@
+import { DeadlineQueue } from './deadline-queue.js';
 import { trustContext } from './tls.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
 import { Pool } from './undici-core.js';
-import { clientAborted, UndiciExchange } from './undici-exchange.js';
+import { clientAborted, UndiciExchange, type ExchangeDeadlines } from './undici-exchange.js';
 
 /**
- * Proxy engine on undici's connection pool: keep-alive TLS, native header and body timeouts
- * (a clean 504 instead of http-proxy's ECONNRESET, PITFALLS 6), abort when the client goes
+ * Proxy engine on undici's connection pool: keep-alive TLS, a header deadline from dispatch
+ * (queue + connect + headers) and native body timeouts (a clean 504 instead of http-proxy's
+ * ECONNRESET, PITFALLS 6), a cap on pauses by a client that stopped reading, abort when the client goes
  * (no leaked upstream requests, PITFALLS 4), and no redirect handling at all. Requests go
  * through the dispatcher's handler interface (see undici-exchange.ts).
  */
@@ -27,13 +29,19 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
       servername: isIpLiteral(options.baseUrl.hostname) ? undefined : options.baseUrl.hostname,
     },
   });
+  // undici's own header timeout starts only once the request is written to a connection: a
+  // request waiting in the pool's queue (every connection busy) had no deadline at all.
+  const deadlines: ExchangeDeadlines = {
+    headers: new DeadlineQueue(options.headersTimeoutMs),
+    paused: new DeadlineQueue(options.bodyTimeoutMs),
+  };
   let closed: Promise<void> | undefined;
   return {
     send(request) {
       // A client gone during a token renewal must not cost a dispatch (and, once connected, a socket).
       if (request.signal.aborted) return Promise.reject(clientAborted());
       return new Promise<UpstreamResponse>((resolve, reject) => {
-        const exchange = new UndiciExchange(request.signal, resolve, reject);
+        const exchange = new UndiciExchange(request.signal, resolve, reject, deadlines);
         pool.dispatch({
           method: request.method as 'GET',
           path: basePath + request.path,

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { DeadlineEntry, DeadlineQueue } from './deadline-queue.js';
 import type { ClientGone, UpstreamResponse } from './proxy-engine.js';
 import type { UpstreamBody } from './upstream-body.js';
 import { parseHeaders } from './undici-core.js';
@@ -14,17 +15,32 @@ interface Sink {
 /** Chunks kept while nobody reads yet; beyond this the upstream is paused. */
 const PENDING_HIGH_WATER = 64 * 1024;
 
+/** The engine's shared deadlines (see deadline-queue.ts): no timer per request. */
+export interface ExchangeDeadlines {
+  /** From dispatch to final response headers: pool queue, connect and the service's answer. */
+  headers: DeadlineQueue;
+  /**
+   * Longest pause of a response whose reader (the client) stopped reading. undici stops its
+   * body timeout while the consumer is paused, and Node's server has no response timeout, so
+   * without this a client that never reads holds an upstream connection for ever.
+   */
+  paused: DeadlineQueue;
+}
+
 /**
  * One request on undici's dispatcher (its handler interface) that is also the response body.
  * Instead of undici's `request()` API (a BodyReadable, an AsyncResource and signal bookkeeping
  * per call, then pipe() into the client), chunks go straight into the client response with
  * back-pressure; a small answer that arrived whole goes out with a single `res.end(chunk)`.
  */
-export class UndiciExchange implements UpstreamBody {
+export class UndiciExchange implements UpstreamBody, DeadlineEntry {
   #resolve: ((response: UpstreamResponse) => void) | undefined;
   #reject: ((err: Error) => void) | undefined;
   readonly #signal: ClientGone;
+  readonly #deadlines: ExchangeDeadlines | undefined;
   #abort: ((reason: Error) => void) | undefined;
+  /** Why the exchange ended before undici connected it: aborted as soon as it does. */
+  #failed: Error | undefined;
   #resume: (() => void) | undefined;
   #sink: Sink | undefined;
   #pending: Buffer[] | undefined;
@@ -32,24 +48,38 @@ export class UndiciExchange implements UpstreamBody {
   #paused = false;
   #done = false;
   #error: Error | undefined;
+  // Owned by the DeadlineQueue this exchange is in (headers, then paused while the client lags).
+  deadlineAt = 0;
+  deadlinePrev: DeadlineEntry | undefined = undefined;
+  deadlineNext: DeadlineEntry | undefined = undefined;
+  deadlineQueue: DeadlineQueue | undefined = undefined;
 
-  constructor(signal: ClientGone, resolve: (response: UpstreamResponse) => void, reject: (err: Error) => void) {
+  /**
+   * Starts the header deadline, so create it when the request is handed to the dispatcher.
+   * Without `deadlines` (the token client, which aborts through `signal` on its own deadline)
+   * only undici's own timeouts apply.
+   */
+  constructor(signal: ClientGone, resolve: (response: UpstreamResponse) => void, reject: (err: Error) => void, deadlines?: ExchangeDeadlines) {
     this.#signal = signal;
+    this.#deadlines = deadlines;
     this.#resolve = resolve;
     this.#reject = reject;
     signal.onAbort(this.#onClientGone);
+    deadlines?.headers.add(this);
   }
 
   // --- undici's dispatch handler ---
 
   onConnect(abort: (reason: Error) => void): void {
     if (this.#signal.aborted) abort(clientAborted());
+    else if (this.#failed) abort(this.#failed);
     else this.#abort = abort;
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // Interim answers (100, 102, 103 Early Hints) are not the response: wait for the final one.
     if (status < 200) return true;
+    this.#deadlines?.headers.remove(this);
     this.#resume = resume;
     const resolve = this.#resolve!;
     this.#resolve = this.#reject = undefined;
@@ -60,23 +90,25 @@ export class UndiciExchange implements UpstreamBody {
   onData(chunk: Buffer): boolean {
     if (this.#sink) {
       if (this.#sink.data(chunk)) return true;
-      this.#paused = true;
-      return false;
+    } else {
+      (this.#pending ??= []).push(chunk);
+      this.#pendingBytes += chunk.length;
+      if (this.#pendingBytes < PENDING_HIGH_WATER) return true;
     }
-    (this.#pending ??= []).push(chunk);
-    this.#pendingBytes += chunk.length;
-    if (this.#pendingBytes < PENDING_HIGH_WATER) return true;
     this.#paused = true;
+    this.#deadlines?.paused.add(this);
     return false;
   }
 
   onComplete(): void {
     this.#done = true;
+    this.deadlineQueue?.remove(this);
     this.#signal.offAbort(this.#onClientGone);
     this.#sink?.end();
   }
 
   onError(err: Error): void {
+    this.deadlineQueue?.remove(this);
     this.#signal.offAbort(this.#onClientGone);
     if (this.#reject) {
       const reject = this.#reject;
@@ -161,6 +193,7 @@ export class UndiciExchange implements UpstreamBody {
   readonly #resumeUpstream = (): void => {
     if (!this.#paused) return;
     this.#paused = false;
+    this.#deadlines?.paused.remove(this);
     this.#resume?.();
   };
 
@@ -168,14 +201,37 @@ export class UndiciExchange implements UpstreamBody {
     if (this.#abort) return this.#abortUpstream(clientAborted());
     // Still queued or connecting: nothing to abort yet (onConnect checks the signal), but the
     // caller is answered now rather than after the connect timeout.
+    this.deadlineQueue?.remove(this);
     const reject = this.#reject;
     this.#resolve = this.#reject = undefined;
     reject?.(clientAborted());
   };
 
+  /** A deadline passed (DeadlineQueue): no final headers in time, or a client that stopped reading. */
+  expire(): void {
+    if (this.#reject) {
+      const err = upstreamTimeout();
+      const reject = this.#reject;
+      this.#resolve = this.#reject = undefined;
+      this.#signal.offAbort(this.#onClientGone);
+      // Still in the pool's queue or connecting: undici has nothing to abort before onConnect.
+      if (this.#abort) this.#abortUpstream(err);
+      else this.#failed = err;
+      reject(err);
+    } else if (this.#paused && !this.#done && !this.#error) {
+      // Cuts the client response too (sink.error via onError): it cannot be completed any more.
+      this.#abortUpstream(Object.assign(new Error('the client stopped reading the response'), { code: 'SIDECAR_ERR_CLIENT_STALLED' }));
+    }
+  }
+
   #abortUpstream(reason: Error): void {
     this.#abort?.(reason);
   }
+}
+
+/** No final response headers within the deadline (answered with a 504, see upstream-error.ts). */
+function upstreamTimeout(): Error {
+  return Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' });
 }
 
 /** The error a request fails with when its client went away. */

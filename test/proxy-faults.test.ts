@@ -1,9 +1,52 @@
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
-import { createServer } from 'node:net';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { ENGINES, send, startSidecar, startSimulator, waitReady } from './helpers/stack.js';
+import { ENGINES, send, startSidecar, startSimulator, waitReady, type RunningSidecar } from './helpers/stack.js';
 import { startUpstream } from './helpers/upstream.js';
+
+/** An upstream answer far larger than every buffer on the way, written with back-pressure. */
+function endlessAnswer(_req: IncomingMessage, res: ServerResponse): void {
+  const chunk = Buffer.alloc(64 * 1024, 0x61);
+  const total = 64 * 1024 * 1024;
+  let written = 0;
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(total) });
+  const pump = () => {
+    while (written < total && !res.destroyed) {
+      written += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', pump);
+    }
+    res.end();
+  };
+  pump();
+}
+
+/** A client that receives the response headers, then never reads. */
+function openPaused(port: number, path: string): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
+      res.pause();
+      resolve(res);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Waits until the in-flight gauge is back to 0. */
+async function inflightDrops(s: RunningSidecar, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!/^b2b_sidecar_inflight_requests 0$/m.test(await s.sidecar.registry.metrics())) {
+    assert.ok(Date.now() < deadline, `the in-flight gauge did not return to 0 within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms); });
+  return Promise.race([promise, expired]).finally(() => clearTimeout(timer));
+}
 
 for (const engine of ENGINES) {
   describe(`upstream faults (engine ${engine})`, () => {
@@ -180,6 +223,62 @@ for (const engine of ENGINES) {
       } finally {
         await s.stop();
         await sim.stop();
+      }
+    });
+
+    it('answers a request queued behind a client that stops reading with 504 at its deadline', async () => {
+      const up = await startUpstream(endlessAnswer);
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { service: { timeoutMs: 500 }, proxy: { maxSockets: 1 } } });
+      try {
+        await waitReady(s);
+        // A takes the only upstream connection and never reads its answer.
+        const stalled = await openPaused(s.port, '/big');
+        const started = Date.now();
+        const res = await within(4000, send(s.port, { path: '/queued' }), 'the queued request was never answered');
+        assert.equal(res.status, 504);
+        assert.equal(res.json<{ message: string }>().message, 'the service did not answer in time');
+        assert.ok(Date.now() - started < 2500, `answered after ${Date.now() - started} ms`);
+        stalled.destroy();
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
+    it('cuts an answer a client stopped reading once the idle timeout has passed, and releases the upstream', async () => {
+      const up = await startUpstream(endlessAnswer);
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { proxy: { idleTimeoutMs: 500 } } });
+      try {
+        await waitReady(s);
+        const stalled = await openPaused(s.port, '/big');
+        await within(4000, up.waitOpen(0), 'the upstream request was never released');
+        // The client response is given up too (a paused client sees the close only once it reads).
+        await inflightDrops(s, 2000);
+        stalled.destroy();
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
+    it('releases pipelined requests, the in-flight gauge and their log lines when the client disconnects', async () => {
+      const up = await startUpstream(() => { /* never answers */ });
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { log: { requests: true } } });
+      try {
+        await waitReady(s);
+        const socket = connect(s.port, '127.0.0.1');
+        socket.on('error', () => undefined);
+        socket.write('GET /slow1 HTTP/1.1\r\nHost: x\r\n\r\nGET /slow2 HTTP/1.1\r\nHost: x\r\n\r\n');
+        while (up.open < 2) await new Promise((r) => setTimeout(r, 10));
+        socket.destroy();
+        await within(3000, up.waitOpen(0), 'an upstream request outlived its client');
+        await inflightDrops(s, 3000);
+        const logged = s.log.lines().filter((l) => l.message === 'request');
+        assert.equal(logged.length, 2, 'one access log line per request');
+        assert.deepEqual(logged.map((l) => l.status), [499, 499]);
+      } finally {
+        await s.stop();
+        await up.close();
       }
     });
 

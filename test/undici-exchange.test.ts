@@ -2,8 +2,11 @@ import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { describe, it } from 'node:test';
+import { DeadlineQueue } from '../src/deadline-queue.js';
 import { ClientGone, type UpstreamResponse } from '../src/proxy-engine.js';
-import { UndiciExchange } from '../src/undici-exchange.js';
+import { UndiciExchange, type ExchangeDeadlines } from '../src/undici-exchange.js';
+import { answerForUpstreamError } from '../src/upstream-error.js';
+import { FakeClock } from './helpers/fake-clock.js';
 
 /** A client response whose socket buffer is full: every write is refused until 'drain'. */
 class FullResponse extends EventEmitter {
@@ -18,7 +21,10 @@ class FullResponse extends EventEmitter {
     if (chunk) this.written.push(chunk);
     this.ended = true;
   }
-  destroy(): void {}
+  destroyed = false;
+  destroy(): void {
+    this.destroyed = true;
+  }
 }
 
 /** An exchange driven by hand through undici's handler calls, as undici's client makes them. */
@@ -73,6 +79,99 @@ describe('undici exchange (dispatch handler that is also the response body)', ()
     assert.deepEqual(res.written.map(String), ['hello']);
     assert.ok(res.ended);
     assert.equal(res.listenerCount('drain'), 0);
+  });
+});
+
+/** Header deadline 500 ms, pause deadline 1000 ms, on a fake clock. */
+function withDeadlines() {
+  const clock = new FakeClock();
+  const deadlines: ExchangeDeadlines = { headers: new DeadlineQueue(500, clock), paused: new DeadlineQueue(1000, clock) };
+  let response: UpstreamResponse | undefined;
+  const errors: Error[] = [];
+  const aborts: Error[] = [];
+  const exchange = new UndiciExchange(new ClientGone(), (r) => { response = r; }, (err) => { errors.push(err); }, deadlines);
+  // As undici does: aborting fails the request through the handler's onError.
+  const connect = () => exchange.onConnect((reason) => { aborts.push(reason); exchange.onError(reason); });
+  return { clock, exchange, connect, response: () => response, errors, aborts };
+}
+
+const codeOf = (err: Error | undefined) => (err as { code?: string } | undefined)?.code;
+
+describe('undici exchange deadlines', () => {
+  it('fails with a 504 timeout when a request is still queued at its header deadline, and is aborted once connected', () => {
+    const { clock, connect, errors, aborts } = withDeadlines();
+    clock.advance(499);
+    assert.equal(errors.length, 0);
+    clock.advance(1);
+    assert.equal(codeOf(errors[0]), 'SIDECAR_ERR_UPSTREAM_TIMEOUT');
+    assert.equal(answerForUpstreamError(errors[0]).status, 504);
+    // undici hands it a connection later: aborted at once, never written.
+    connect();
+    assert.equal(aborts[0], errors[0]);
+    assert.equal(errors.length, 1, 'the caller is answered once');
+  });
+
+  it('aborts a connected request whose final headers are late, interim answers notwithstanding', () => {
+    const { clock, exchange, connect, errors, aborts } = withDeadlines();
+    connect();
+    clock.advance(300);
+    exchange.onHeaders(103, [], () => undefined);
+    clock.advance(200);
+    assert.equal(codeOf(aborts[0]), 'SIDECAR_ERR_UPSTREAM_TIMEOUT');
+    assert.deepEqual(errors, [aborts[0]]);
+  });
+
+  it('keeps no deadline once the final headers are in', () => {
+    const { clock, exchange, connect, response, errors, aborts } = withDeadlines();
+    connect();
+    exchange.onHeaders(200, [], () => undefined);
+    clock.advance(10_000);
+    assert.equal(response()?.status, 200);
+    assert.equal(errors.length + aborts.length, 0);
+    assert.equal(clock.pending, 0);
+  });
+
+  it('cuts the answer of a client that stopped reading once the pause deadline passes', () => {
+    const { clock, exchange, connect, response, aborts } = withDeadlines();
+    connect();
+    exchange.onHeaders(200, [], () => undefined);
+    const res = new FullResponse();
+    response()!.body.pipeTo(res as unknown as ServerResponse);
+    assert.equal(exchange.onData(Buffer.from('x')), false, 'the client buffer is full: upstream paused');
+    clock.advance(999);
+    assert.equal(aborts.length, 0);
+    clock.advance(1);
+    assert.equal(codeOf(aborts[0]), 'SIDECAR_ERR_CLIENT_STALLED');
+    assert.ok(res.destroyed, 'the client response is given up too');
+  });
+
+  it('does not cut a client that keeps reading, however long the whole answer takes', () => {
+    const { clock, exchange, connect, response, aborts } = withDeadlines();
+    connect();
+    let resumes = 0;
+    exchange.onHeaders(200, [], () => { resumes++; });
+    const res = new FullResponse();
+    response()!.body.pipeTo(res as unknown as ServerResponse);
+    for (let i = 0; i < 5; i++) {
+      assert.equal(exchange.onData(Buffer.from('x')), false);
+      clock.advance(900);
+      res.emit('drain');
+    }
+    assert.equal(resumes, 5);
+    exchange.onComplete();
+    clock.advance(10_000);
+    assert.equal(aborts.length, 0);
+    assert.ok(!res.destroyed);
+  });
+
+  it('cuts an answer nobody started reading once the pause deadline passes', () => {
+    const { clock, exchange, connect, aborts } = withDeadlines();
+    connect();
+    exchange.onHeaders(200, [], () => undefined);
+    let accepted = true;
+    while (accepted) accepted = exchange.onData(Buffer.alloc(16 * 1024));
+    clock.advance(1000);
+    assert.equal(codeOf(aborts[0]), 'SIDECAR_ERR_CLIENT_STALLED');
   });
 });
 
