@@ -16,6 +16,8 @@ const FORBIDDEN_HEADERS = new Set([
   'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
 ]);
 const SLUG = /^[A-Za-z0-9_.-]+$/;
+/** Values sent in a header (ApiKey, the localization token): visible ASCII, or `setHeader` throws (PITFALLS 14). */
+const HEADER_SAFE = /^[\x21-\x7e]+$/;
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
 /** A renewal sooner than this after issue would make the renewal loop spin. */
 const MIN_RENEW_AFTER_SECONDS = 1;
@@ -39,9 +41,12 @@ export function checkSemantics(config: Section, report: Report): void {
   checkCidrs(admin.allow, ['admin', 'allow'], report);
   checkPair(credentials, ['credentials'], 'apiKey', true, report);
   checkPair(credentials, ['credentials'], 'password', true, report);
+  // The same rules the credential store applies at start, so check-config fails as run would.
+  checkHeaderValue(credentials.apiKey, ['credentials', 'apiKey'], report);
   if (isRecord(config.localization)) {
     checkBaseUrl(config.localization, ['localization'], report);
     checkPair(config.localization, ['localization'], 'token', false, report);
+    checkHeaderValue(config.localization.token, ['localization', 'token'], report);
     checkWatch(config.localization.watch, report);
   }
   checkFiles(config, report);
@@ -103,7 +108,16 @@ function checkPair(sec: Section, base: string[], key: string, required: boolean,
   }
 }
 
-/** Every `...File` key must name a readable regular file; CA files must hold a PEM certificate. */
+/** An inline secret that travels in a header. The value is never echoed: it is a secret. */
+function checkHeaderValue(value: unknown, path: ConfigPath, report: Report): void {
+  if (typeof value !== 'string' || value === '') return;
+  if (!HEADER_SAFE.test(value)) report(path, 'must be visible ASCII without spaces or control characters (it is sent in a header)');
+}
+
+/**
+ * Every `...File` key must name a readable, non-empty regular file; CA files must hold a PEM
+ * certificate. Emptiness comes from stat: credential files are never read here.
+ */
 function checkFiles(config: Section, report: Report): void {
   walkProperties((path) => {
     const key = path[path.length - 1];
@@ -130,9 +144,10 @@ function checkFiles(config: Section, report: Report): void {
 
 function fileProblem(file: string): string | undefined {
   try {
-    if (!statSync(file).isFile()) return `${file} is not a regular file`;
+    const stat = statSync(file);
+    if (!stat.isFile()) return `${file} is not a regular file`;
     accessSync(file, constants.R_OK);
-    return undefined;
+    return stat.size === 0 ? `${file} is empty` : undefined;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     return code === 'ENOENT' ? `file ${file} does not exist` : `file ${file} is not readable (${code ?? 'error'})`;

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { MAX_TIMER_MS } from './clock.js';
 
 /**
  * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
@@ -8,6 +9,13 @@ import { Type, type Static } from '@sinclair/typebox';
  */
 const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };
+
+/** Node fires a timer longer than 2^31-1 ms after 1 ms (PITFALLS 15): no duration may exceed it. */
+const millis = { maximum: MAX_TIMER_MS };
+/** Seconds settings become timers in ms. */
+const seconds = { maximum: Math.floor(MAX_TIMER_MS / 1000) };
+/** The API requires a renewal at least every 15 minutes (seed §5 and §8). */
+export const MAX_TOKEN_LIFETIME_SECONDS = 900;
 
 const Port = (def: number, envName: string, description: string) =>
   Type.Integer({ minimum: 0, maximum: 65535, default: def, description, ...env(envName) });
@@ -52,8 +60,8 @@ export const LocalizationSchema = Type.Object(
     tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE') })),
     pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
     watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/component/language) exported as metrics.' }),
-    pollIntervalSeconds: Type.Number({ minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
-    timeoutMs: Type.Integer({ minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
+    pollIntervalSeconds: Type.Number({ ...seconds, minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
+    timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
   },
   { additionalProperties: false },
 );
@@ -75,8 +83,8 @@ export const ConfigSchema = Type.Object(
         baseUrl: Type.String({ minLength: 1, description: 'Base address of the B2B service ({base_url}); the token operation is {baseUrl}/pub/b2b/v1/auth/gentoken.', ...env('B2B_BASE_URL') }),
         caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file), added to the system roots.', ...env('B2B_CA_FILE') })),
         allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// baseUrl. Never in production: the token would travel in clear text.' }),
-        timeoutMs: Type.Integer({ minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504).' }),
-        tokenTimeoutMs: Type.Integer({ minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
+        timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504).' }),
+        tokenTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
       },
       { additionalProperties: false },
     ),
@@ -93,7 +101,7 @@ export const ConfigSchema = Type.Object(
     token: Type.Object(
       {
         renewAt: Type.Number({ exclusiveMinimum: 0, maximum: 0.9, default: 0.66, description: 'Fraction of the effective lifetime after which the token is renewed.' }),
-        maxLifetimeSeconds: Type.Number({ minimum: 2, default: 900, description: 'Effective lifetime = min(aliveSecondsTtl, this); the API requires renewal every 15 minutes.' }),
+        maxLifetimeSeconds: Type.Number({ minimum: 2, maximum: MAX_TOKEN_LIFETIME_SECONDS, default: 900, description: 'Effective lifetime = min(aliveSecondsTtl, this), 2 to 900 seconds: the API requires renewal at least every 15 minutes.' }),
         file: Type.Optional(Type.String({ minLength: 1, description: 'If set, the current token is written here atomically (mode 0600) on every renewal.', ...env('B2B_TOKEN_FILE') })),
         attach: Type.Array(AttachmentSchema, { default: DEFAULT_ATTACH, description: 'How credentials are attached to every proxied request, in order; a client-sent value of the same name is removed first.' }),
       },
@@ -105,13 +113,13 @@ export const ConfigSchema = Type.Object(
           default: 'undici',
           description: 'Transport to the service: undici\'s pool (default, cheapest per request) or http-proxy 1.18.1; see the Performance section.',
         }),
-        timeoutMs: Type.Optional(Type.Integer({ minimum: 100, description: 'Deadline for the service\'s response headers on proxied requests, in milliseconds (→ 504); defaults to service.timeoutMs.' })),
-        idleTimeoutMs: Type.Integer({ minimum: 100, default: 60000, description: 'Longest silence while a response body streams before the exchange is cut, in milliseconds.' }),
+        timeoutMs: Type.Optional(Type.Integer({ ...millis, minimum: 100, description: 'Deadline for the service\'s response headers on proxied requests, in milliseconds (→ 504); defaults to service.timeoutMs.' })),
+        idleTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 60000, description: 'Longest silence while a response body streams before the exchange is cut, in milliseconds.' }),
         replayBodyLimitBytes: Type.Integer({ minimum: 0, default: 1048576, description: 'Request bodies up to this size are buffered so the request can be replayed once after an upstream 401.' }),
         maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
-        keepAliveTimeoutMs: Type.Integer({ minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own).' }),
-        requestTimeoutMs: Type.Integer({ minimum: 1000, default: 300000, description: 'Longest time a client may take to send a whole request to the listener.' }),
-        headersTimeoutMs: Type.Integer({ minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
+        keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own).' }),
+        requestTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 300000, description: 'Longest time a client may take to send a whole request to the listener.' }),
+        headersTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
         maxHeaderBytes: Type.Integer({ minimum: 1024, maximum: 1048576, default: 16384, description: 'Largest request header block accepted (→ 431).' }),
         maxConnections: Type.Integer({ minimum: 1, default: 1024, description: 'Most simultaneous client connections on the listener.' }),
       },
@@ -126,8 +134,8 @@ export const ConfigSchema = Type.Object(
     ),
     shutdown: Type.Object(
       {
-        delaySeconds: Type.Number({ minimum: 0, default: 0, description: 'After SIGTERM, keep accepting for this long (readiness is already 503) so load balancers notice.' }),
-        timeoutSeconds: Type.Number({ minimum: 0, default: 30, description: 'Then let in-flight requests finish for up to this long.' }),
+        delaySeconds: Type.Number({ ...seconds, minimum: 0, default: 0, description: 'After SIGTERM, keep accepting for this long (readiness is already 503) so load balancers notice.' }),
+        timeoutSeconds: Type.Number({ ...seconds, minimum: 0, default: 30, description: 'Then let in-flight requests finish for up to this long.' }),
       },
       { additionalProperties: false, default: {} },
     ),

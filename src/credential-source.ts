@@ -12,8 +12,13 @@ export interface CredentialSource {
   current(): RouteCredentials | undefined;
   /** Waits for credentials or rejects with a SidecarError saying why there are none. */
   acquire(): Promise<RouteCredentials>;
-  /** Present for routes whose token can be renewed: called once after an upstream 401. */
-  renewAfterUnauthorized?(used: RouteCredentials): Promise<RouteCredentials>;
+  /**
+   * Present for routes whose token can be renewed: called once after an upstream 401. Resolves
+   * with newer credentials to replay with, or undefined when there are none (renewal throttled
+   * or the auth server failing): the 401 is then passed back rather than replayed with the
+   * token the service just rejected.
+   */
+  renewAfterUnauthorized?(used: RouteCredentials): Promise<RouteCredentials | undefined>;
 }
 
 /** The token-manager surface the proxy needs (see token-manager.ts). */
@@ -56,7 +61,9 @@ export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttac
       return wrap(await tokens.acquire());
     },
     async renewAfterUnauthorized(used) {
-      return wrap(await tokens.invalidate(used.generation));
+      const token = await tokens.invalidate(used.generation);
+      // invalidate() settles to the held token when it may not renew; that one was just rejected.
+      return token.generation > used.generation ? wrap(token) : undefined;
     },
   };
 }

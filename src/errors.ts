@@ -60,3 +60,11 @@ export class TokenUnavailableError extends SidecarError {
     super('SIDECAR_ERR_TOKEN_UNAVAILABLE', 503, reason);
   }
 }
+
+/** `start()` gave up because `stop()` or `drain()` was called first; everything it had started is stopped. */
+export class StoppedDuringStartError extends SidecarError {
+  override name = 'StoppedDuringStartError';
+  constructor() {
+    super('SIDECAR_ERR_STOPPED', 503, 'the sidecar was stopped during start-up');
+  }
+}

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { parseDocument } from 'yaml';
+import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { validateConfig, type Config } from './config.js';
 import { envBindings, formatProblem, isRecord, schemaAt, type ConfigPath, type SchemaNode } from './config-walk.js';
 import { ConfigError } from './errors.js';
@@ -14,8 +14,8 @@ import { ConfigError } from './errors.js';
  * @throws ConfigError listing every problem: file, env coercion and validation together.
  */
 export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
-  const data = path === undefined ? {} : await readConfigFile(path);
-  const problems = applyEnv(data, env);
+  const { data, problems: fileProblems } = path === undefined ? { data: {}, problems: [] } : await readConfigFile(path);
+  const problems = [...fileProblems, ...applyEnv(data, env)];
   let config: Config;
   try {
     config = validateConfig(data);
@@ -27,7 +27,10 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
   return config;
 }
 
-async function readConfigFile(path: string): Promise<Record<string, unknown>> {
+/** Never quotes the source or yaml's messages: the value at fault may be a password. */
+const QUOTE_HINT = 'quote values that start with * & or !';
+
+async function readConfigFile(path: string): Promise<{ data: Record<string, unknown>; problems: string[] }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -36,7 +39,8 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
     const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : `cannot be read (${code ?? String(err)})`;
     throw new ConfigError([`config file ${path} ${why}`]);
   }
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true, lineCounter });
   if (doc.errors.length > 0) {
     // Only the first line of yaml's message: the rest quotes the source, which may hold a secret.
     throw new ConfigError(doc.errors.map((e) => {
@@ -45,10 +49,58 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
       return `config file ${path}: invalid YAML${where}: ${what}`;
     }));
   }
-  const value: unknown = doc.toJS();
-  if (value === null || value === undefined) return {};
+  let value: unknown;
+  try {
+    value = doc.toJS();
+  } catch {
+    // An unquoted `password: *Secr3t` is an alias; yaml's ReferenceError names it, i.e. the password.
+    const lines = unresolvedAliasLines(doc, lineCounter);
+    throw new ConfigError(lines.length > 0
+      ? lines.map((line) => `config file ${path}: unresolved YAML alias at line ${line}: ${QUOTE_HINT}`)
+      : [`config file ${path}: YAML aliases cannot be resolved: ${QUOTE_HINT}`]);
+  }
+  if (value === null || value === undefined) return { data: {}, problems: [] };
   if (!isRecord(value)) throw new ConfigError([`config file ${path}: must be a mapping of keys to values`]);
-  return value;
+  return { data: value, problems: silentYamlChanges(path, doc, lineCounter) };
+}
+
+/** Lines of aliases (`*name`) with no anchor before them. */
+function unresolvedAliasLines(doc: Document, lines: LineCounter): number[] {
+  const found: number[] = [];
+  visit(doc, {
+    Alias(_key, node) {
+      if (node.resolve(doc) === undefined) found.push(lines.linePos(node.range?.[0] ?? 0).line);
+    },
+  });
+  return found;
+}
+
+/**
+ * Unquoted values that YAML reads as something else without an error: `!x` is a tag (dropped,
+ * with only a warning) and `&x` an anchor (dropped silently). A scalar anchor nothing refers to
+ * is such a value; so is every unresolved tag. Reported by line only.
+ */
+function silentYamlChanges(path: string, doc: Document, lines: LineCounter): string[] {
+  const problems = doc.warnings.map((w) => {
+    const where = w.linePos ? ` at line ${w.linePos[0].line}` : '';
+    return w.code === 'TAG_RESOLVE_FAILED'
+      ? `config file ${path}: unknown YAML tag${where} changes the value: ${QUOTE_HINT}`
+      : `config file ${path}: YAML warning ${w.code}${where}`;
+  });
+  const used = new Set<string>();
+  const anchors: Array<{ name: string; line: number }> = [];
+  visit(doc, {
+    Alias(_key, node) {
+      used.add(node.source);
+    },
+    Node(_key, node) {
+      if (isScalar(node) && node.anchor) anchors.push({ name: node.anchor, line: lines.linePos(node.range?.[0] ?? 0).line });
+    },
+  });
+  for (const { name, line } of anchors) {
+    if (!used.has(name)) problems.push(`config file ${path}: unused YAML anchor at line ${line} changes the value: ${QUOTE_HINT}`);
+  }
+  return problems;
 }
 
 /** Applies every set `x-env` variable to `data` in place; returns coercion problems. */

@@ -16,6 +16,7 @@ import { createProxyHandler, type ProxyRoute } from './proxy-handler.js';
 import { createListener, type Listener } from './proxy-server.js';
 import type { SecretSet } from './secrets.js';
 import { loadTrustedCas } from './tls.js';
+import { StoppedDuringStartError } from './errors.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
 import { TokenManager } from './token-manager.js';
 
@@ -30,14 +31,21 @@ export interface SidecarDeps {
 }
 
 export interface Sidecar {
-  /** Starts every part and binds the listeners; resolves with the bound ports (port 0 works). */
+  /**
+   * Starts every part and binds the listeners; resolves with the bound ports (port 0 works).
+   * Rejects with {@link StoppedDuringStartError} when stopped (or drained) before it finished.
+   */
   start(): Promise<{ port: number; adminPort: number }>;
   /**
    * Graceful shutdown: readiness turns 503 at once, the listener keeps accepting for
    * `shutdown.delaySeconds`, then in-flight requests get `shutdown.timeoutSeconds`; then stop().
+   * Before start-up has finished there is nothing to drain: it is stop().
    */
   drain(): Promise<void>;
-  /** Stops everything at once, in reverse order of start; idempotent and safe before start. */
+  /**
+   * Stops everything at once, in reverse order of start; idempotent and safe before start.
+   * During start-up it makes start() give up and waits for it, so no part outlives it.
+   */
   stop(): Promise<void>;
   /** Re-reads credential files (SIGHUP) and switches to a token obtained with them. */
   reloadCredentials(): Promise<void>;
@@ -60,6 +68,10 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   const registry = deps.registry ?? createRegistry();
   let tokens: TokenManager | undefined;
   let draining = false;
+  let phase: 'idle' | 'starting' | 'started' = 'idle';
+  /** Settles (never rejects) once start() has finished or given up. */
+  let startup: Promise<unknown> | undefined;
+  let stopRequested = false;
   const stops: Array<() => Promise<void> | void> = [];
   let stopped: Promise<void> | undefined;
   let drained: Promise<void> | undefined;
@@ -74,12 +86,32 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     return tokens ? tokens.status() : { ready: false, reason: 'starting' };
   };
 
-  async function start() {
+  function start() {
+    const run = startParts();
+    startup ??= run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * A signal can arrive while start-up awaits (run.ts listens before starting): every await is
+   * followed by `alive()`, after the stop of whatever it created was registered, so a stop()
+   * unwinds start-up instead of being overtaken by it.
+   */
+  function alive(): void {
+    if (stopRequested) throw new StoppedDuringStartError();
+  }
+
+  async function startParts() {
+    alive();
+    if (phase !== 'idle') throw new Error('start() may be called only once');
+    phase = 'starting';
     const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false });
     const serviceCa = loadTrustedCas(config.service.caFile);
     credentials = await createCredentialStore(config.credentials, { logger, secrets });
+    stops.push(() => credentials?.close());
+    alive();
     const client: TokenClient = createTokenClient({ baseUrl: config.service.baseUrl, ca: serviceCa, timeoutMs: config.service.tokenTimeoutMs });
-    stops.push(() => client.close(), () => credentials?.close());
+    stops.push(() => client.close());
     tokens = new TokenManager({
       client, credentials, clock, logger, secrets, random: deps.random,
       onRefresh: (result, seconds) => metrics.tokenRefreshed(result, seconds),
@@ -96,6 +128,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     };
     const serviceEngine = await createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
     stops.push(() => serviceEngine.close());
+    alive();
     const routes: ProxyRoute[] = [{
       name: 'service', prefix: '', engine: serviceEngine,
       credentials: tokenCredentials(manager, attachments),
@@ -106,9 +139,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     if (l10n) {
       // Loaded only when configured: the localization schema and poller cost start-up time.
       const { startLocalizationPart } = await import('./localization/localization-part.js');
+      alive();
       const part = await startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions, serviceAttachments: attachments, registry, clock, logger, secrets });
       localization = part;
       stops.push(() => part.stop());
+      alive();
       routes.push(part.route);
     }
 
@@ -125,12 +160,16 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     }));
     admin.headersTimeout = 10_000;
     admin.requestTimeout = 30_000;
-    const adminPort = await listen(admin, config.admin.host, config.admin.port);
+    // Registered before listening: a stop() racing the bind still closes the server.
     stops.push(() => closeServer(admin));
-    const port = await listener.listen(config.listen.host, config.listen.port);
+    const adminPort = await listen(admin, config.admin.host, config.admin.port);
+    alive();
     const proxyListener = listener;
     stops.push(() => proxyListener.close(0));
+    const port = await listener.listen(config.listen.host, config.listen.port);
+    alive();
 
+    phase = 'started';
     manager.start();
     credentials.watch(() => void reloadCredentials());
     logger.info('sidecar started', {
@@ -156,6 +195,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
 
   function drain() {
     drained ??= (async () => {
+      // Nothing has been served yet, so nothing to drain; load balancers never saw it ready.
+      if (phase !== 'started') return stop();
       draining = true;
       logger.info('draining', { delaySeconds: config.shutdown.delaySeconds, timeoutSeconds: config.shutdown.timeoutSeconds });
       if (config.shutdown.delaySeconds > 0) {
@@ -170,6 +211,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   function stop() {
     stopped ??= (async () => {
       draining = true;
+      stopRequested = true;
+      await startup;
       for (const fn of stops.reverse()) {
         try {
           await fn();

@@ -1,3 +1,4 @@
+import { clampDelay } from './clock.js';
 import { ClientGone, type UpstreamResponse } from './proxy-engine.js';
 import { trustContext } from './tls.js';
 import { Pool } from './undici-core.js';
@@ -69,7 +70,8 @@ export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions
   return {
     async requestToken(c) {
       const deadline = new ClientGone();
-      const timer = setTimeout(() => deadline.abort(), timeoutMs);
+      // Clamped: a longer delay would fire after 1 ms (PITFALLS 15).
+      const timer = setTimeout(() => deadline.abort(), clampDelay(timeoutMs));
       try {
         // A bare dispatch never follows a redirect, which would re-send the ApiKey and the
         // password elsewhere (PITFALLS 13).

@@ -344,7 +344,10 @@ export class TokenManager {
     this.#timer = undefined;
   }
 
-  /** Waits for `p` at most tokenTimeoutMs. */
+  /**
+   * Waits for `p` at most tokenTimeoutMs, then hands out only what current() would: a slow
+   * gentoken can return a token already inside its expiry margin, and a waiter must not get it.
+   */
   #bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot> {
     return new Promise((resolve, reject) => {
       const timer = this.#clock.setTimeout(
@@ -352,9 +355,11 @@ export class TokenManager {
         this.#options.tokenTimeoutMs,
       );
       p.then(
-        (t) => {
+        () => {
           this.#clock.clearTimeout(timer);
-          resolve(t);
+          const usable = this.current();
+          if (usable) resolve(usable);
+          else reject(new TokenUnavailableError(this.#reason()));
         },
         (e: unknown) => {
           this.#clock.clearTimeout(timer);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DEFAULT_ATTACH } from '../src/config-schema.js';
 import { redactConfig, validateConfig } from '../src/config.js';
+import { walkProperties } from '../src/config-walk.js';
 import { ConfigError } from '../src/errors.js';
 
 type Raw = Record<string, any>;
@@ -221,6 +222,70 @@ describe('validateConfig: problems', () => {
     assert.match(withChange((c) => { c.token = { renewAt: 0.9, maxLifetimeSeconds: 2 }; }).join(), /^token\.renewAt: leaves only 0\.20 s/);
     assert.match(withChange((c) => { c.token = { renewAt: 0.1, maxLifetimeSeconds: 5 }; }).join(), /^token\.renewAt: renews 0\.50 s after issue/);
     assert.deepEqual(withChange((c) => { c.token = { maxLifetimeSeconds: 2 }; }), []);
+  });
+
+  it('tokenTimeoutMs above 2^31-1 is a config error', () => {
+    // Node fires a longer timer after 1 ms (PITFALLS 15): every gentoken request would time out at once.
+    assert.deepEqual(withChange((c) => { c.service.tokenTimeoutMs = 2 ** 31; }), [
+      'service.tokenTimeoutMs: must be <= 2147483647',
+    ]);
+    assert.deepEqual(withChange((c) => { c.service.tokenTimeoutMs = 2 ** 31 - 1; }), []);
+  });
+
+  it('bounds every millisecond setting, and every seconds setting turned into a timer, by 2^31-1 ms', () => {
+    const tooLong: Array<[string, (c: Raw, ms: number) => void]> = [
+      ['service.timeoutMs', (c, v) => { c.service.timeoutMs = v; }],
+      ['service.tokenTimeoutMs', (c, v) => { c.service.tokenTimeoutMs = v; }],
+      ['proxy.timeoutMs', (c, v) => { c.proxy = { timeoutMs: v }; }],
+      ['proxy.idleTimeoutMs', (c, v) => { c.proxy = { idleTimeoutMs: v }; }],
+      ['proxy.keepAliveTimeoutMs', (c, v) => { c.proxy = { keepAliveTimeoutMs: v }; }],
+      ['proxy.requestTimeoutMs', (c, v) => { c.proxy = { requestTimeoutMs: v }; }],
+      ['proxy.headersTimeoutMs', (c, v) => { c.proxy = { headersTimeoutMs: v, requestTimeoutMs: 2 ** 31 - 1 }; }],
+      ['localization.timeoutMs', (c, v) => { c.localization = { baseUrl: 'https://l.example', timeoutMs: v }; }],
+      ['localization.pollIntervalSeconds', (c, v) => { c.localization = { baseUrl: 'https://l.example', pollIntervalSeconds: v / 1000 }; }],
+      ['shutdown.delaySeconds', (c, v) => { c.shutdown = { delaySeconds: v / 1000 }; }],
+      ['shutdown.timeoutSeconds', (c, v) => { c.shutdown = { timeoutSeconds: v / 1000 }; }],
+    ];
+    for (const [key, set] of tooLong) {
+      assert.deepEqual([...new Set(withChange((c) => set(c, 2 ** 31 + 1000)).map((p) => p.split(/[ :]/)[0]))], [key], key);
+      assert.deepEqual(withChange((c) => set(c, 2_000_000_000)), [], `${key} just below the bound is valid`);
+    }
+    // Every *Ms key of the schema is in the list above, so a new one cannot slip through unbounded.
+    const timed: string[] = [];
+    walkProperties((path, node) => {
+      const key = path.join('.');
+      const { maximum } = node as { maximum?: number };
+      if (key.endsWith('Ms')) assert.equal(maximum, 2 ** 31 - 1, key);
+      else if (key.endsWith('Seconds') && key !== 'token.maxLifetimeSeconds') assert.equal(maximum, 2_147_483, key);
+      else return;
+      timed.push(key);
+    });
+    assert.deepEqual(timed.sort(), tooLong.map(([k]) => k).sort());
+  });
+
+  it('caps token.maxLifetimeSeconds at 900: the API requires renewal at least every 15 minutes', () => {
+    assert.deepEqual(withChange((c) => { c.token = { maxLifetimeSeconds: 86_400 }; }), [
+      'token.maxLifetimeSeconds: must be <= 900',
+    ]);
+    assert.deepEqual(withChange((c) => { c.token = { maxLifetimeSeconds: 901 }; }).length, 1);
+    assert.deepEqual(withChange((c) => { c.token = { maxLifetimeSeconds: 900 }; }), []);
+  });
+
+  it('checks inline credentials the way the credential store does at start, never echoing them', () => {
+    const problems = withChange((c) => {
+      c.credentials.apiKey = 'key with space-31';
+      c.localization = { baseUrl: 'https://l.example', token: 'l10n-tok\r\nen-32' };
+    });
+    assert.deepEqual(problems.map((p) => p.split(': ')[0]), ['credentials.apiKey (B2B_API_KEY)', 'localization.token (B2B_L10N_TOKEN)']);
+    assert.ok(!problems.join().includes('space-31') && !problems.join().includes('en-32'));
+    assert.deepEqual(withChange((c) => { c.credentials.password = 'a password may have spaces and ümlauts'; }), []);
+  });
+
+  it('reports an empty ...File by its size, without reading it', () => {
+    const empty = join(tmp, 'empty-api-key');
+    writeFileSync(empty, '');
+    const problems = withChange((c) => { c.credentials = { apiKeyFile: empty, password: 'p-1' }; });
+    assert.deepEqual(problems, [`credentials.apiKeyFile (B2B_API_KEY_FILE): ${empty} is empty`]);
   });
 
   it('reports every problem at once, each naming its key', () => {

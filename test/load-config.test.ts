@@ -67,6 +67,32 @@ describe('loadConfig: files', () => {
     assert.match(dup[0]!, /invalid YAML at line 2, column 1: Map keys must be unique/);
   });
 
+  it('names the line of an unquoted value starting with *, never the value (YAML reads it as an alias)', async () => {
+    const path = file('alias.yaml', 'service:\n  baseUrl: https://x.example\ncredentials:\n  apiKey: k-1\n  password: *Secr3tPass\n');
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.deepEqual(problems, [`config file ${path}: unresolved YAML alias at line 5: quote values that start with * & or !`]);
+  });
+
+  it('reports unquoted values starting with & or !, which YAML silently changes, by line and never by value', async () => {
+    const path = file('anchor-tag.yaml', [
+      'service:',
+      '  baseUrl: https://x.example',
+      'credentials:',
+      '  apiKey: &Anch0rKey rest-of-key', // an anchor: the value becomes "rest-of-key"
+      '  password: !T4gPass rest', // a tag: the value becomes "rest"
+      'admin: { host: &loopback 127.0.0.1 }', // anchors used as anchors are fine
+      'listen: { host: *loopback }',
+    ].join('\n'));
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.deepEqual(problems, [
+      `config file ${path}: unknown YAML tag at line 5 changes the value: quote values that start with * & or !`,
+      `config file ${path}: unused YAML anchor at line 4 changes the value: quote values that start with * & or !`,
+    ]);
+    for (const secret of ['Anch0rKey', 'T4gPass']) assert.ok(!problems.join().includes(secret));
+    const quoted = await loadConfig(file('quoted.yaml', 'service: { baseUrl: https://x.example }\ncredentials: { apiKey: "&k", password: "*p!" }\n'), {});
+    assert.deepEqual([quoted.credentials.apiKey, quoted.credentials.password], ['&k', '*p!']);
+  });
+
   it('rejects a file that is not a mapping; an empty file means env only', async () => {
     assert.match((await problemsOf(loadConfig(file('list.yaml', '- a\n'), {})))[0]!, /must be a mapping/);
     const config = await loadConfig(file('empty.yaml', ''), ENV_CREDENTIALS);

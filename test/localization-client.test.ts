@@ -196,6 +196,20 @@ describe('localization client', () => {
     }
   });
 
+  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (PITFALLS 15)', async () => {
+    const slow = await startHttps((_req, res) => {
+      setTimeout(() => res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not found."}'), 50);
+    });
+    const client = createLocalizationClient({ baseUrl: slow.url, ca: loadTrustedCas((await testTls()).caFile), timeoutMs: 2 ** 31 });
+    try {
+      const err = await failure(client.getTranslation(EN));
+      assert.equal(err.code, 'SIDECAR_ERR_L10N_NOT_FOUND', err.message);
+    } finally {
+      await client.close();
+      await stopHttps(slow.server);
+    }
+  });
+
   it('refuses an http:// baseUrl unless allowed', () => {
     assert.throws(() => createLocalizationClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: 1000 }), /must be https/);
     const client = createLocalizationClient({ baseUrl: 'http://127.0.0.1:1', timeoutMs: 1000, allowInsecureHttp: true });

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { localizationRoute } from '../src/localization/localization-route.js';
 import { createTokenSource } from '../src/localization/token-source.js';
+import { ConfigError } from '../src/errors.js';
 import { SecretSet } from '../src/secrets.js';
 import { testTls } from './helpers/tls.js';
 
@@ -82,9 +83,13 @@ describe('localization token source', () => {
     }
   });
 
-  it('fails at start on a missing file or a token with a line break inside', () => {
-    assert.throws(() => createTokenSource({ tokenFile: '/nonexistent/l10n-token' }, { secrets: new SecretSet() }), /ENOENT/);
-    assert.throws(() => createTokenSource({ token: 'wlu_a\r\nX-Evil: 1' }, { secrets: new SecretSet() }), /control/);
+  it('fails at start with a config error naming the key on a missing file or a token with a line break inside', () => {
+    const configError = (key: string, reason: RegExp) => (err: unknown) =>
+      err instanceof ConfigError && err.problems.length === 1 && err.problems[0]!.startsWith(key) && reason.test(err.problems[0]!) && !err.message.includes('wlu_a');
+    assert.throws(() => createTokenSource({ tokenFile: '/nonexistent/l10n-token' }, { secrets: new SecretSet() }),
+      configError('localization.tokenFile (B2B_L10N_TOKEN_FILE)', /cannot be read \(ENOENT\)/));
+    assert.throws(() => createTokenSource({ token: 'wlu_a\r\nX-Evil: 1' }, { secrets: new SecretSet() }),
+      configError('localization.token (B2B_L10N_TOKEN)', /control/));
   });
 });
 

@@ -147,6 +147,20 @@ describe('token client', () => {
     assert.equal(error.message, 'timed out after 300ms');
   });
 
+  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (PITFALLS 15)', async () => {
+    const server = await startGentokenServer(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return ok('tok-slow', 900);
+    });
+    const client = createTokenClient({ baseUrl: server.url, ca: loadTrustedCas((await testTls()).caFile), timeoutMs: 2 ** 31 });
+    try {
+      assert.equal((await client.requestToken(creds)).token, 'tok-slow');
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
   it('gives up after timeoutMs while the TLS handshake hangs', async () => {
     // Accepts TCP and never speaks TLS: the deadline must not wait for undici's connect timeout.
     const sockets: import('node:net').Socket[] = [];

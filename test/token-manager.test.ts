@@ -4,6 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { MAX_TIMER_MS } from '../src/clock.js';
+import { compileAttachments } from '../src/attach.js';
+import { DEFAULT_ATTACH } from '../src/config-schema.js';
+import { tokenCredentials, type RouteCredentials } from '../src/credential-source.js';
 import { TokenUnavailableError } from '../src/errors.js';
 import { SecretSet } from '../src/secrets.js';
 import { createTokenClient, type Credentials } from '../src/token-client.js';
@@ -102,6 +105,11 @@ async function started(s: Setup = {}) {
   t.manager.start();
   await t.advance(0);
   return t;
+}
+
+/** Settles at once into the token or the error, so a rejection is never unhandled while the test works. */
+function outcome(p: TokenSnapshot | Promise<TokenSnapshot>): Promise<TokenSnapshot | Error> {
+  return Promise.resolve(p).catch((err: unknown) => err as Error);
 }
 
 function deferred() {
@@ -330,6 +338,38 @@ describe('token manager: single flight and invalidation', () => {
     await t.close();
   });
 
+  it('never hands out a token inside the expiry margin', async () => {
+    // gentoken took 1.9 s of a 2 s lifetime: 100 ms are left, inside the 200 ms margin.
+    const t = await setup({ ttl: 2 });
+    const { gate, release } = deferred();
+    t.respond = async () => (await gate, t.issue(2));
+    t.manager.start();
+    await t.server.received(1);
+    const waiting = outcome(t.manager.acquire());
+    t.clock.advance(1900);
+    release();
+    await t.settle();
+    assert.equal(t.manager.current(), undefined, 'current() refuses it');
+    const got = await waiting;
+    assert.ok(got instanceof TokenUnavailableError, `the waiter got ${got instanceof Error ? got.message : `a token with ${(got.expiresAt - t.clock.now())} ms left`}`);
+    await t.close();
+  });
+
+  it('never hands out a token inside the expiry margin to requests waiting after a 401', async () => {
+    const t = await started();
+    const { gate, release } = deferred();
+    t.respond = async () => (await gate, t.issue(2));
+    const waiting = outcome(t.manager.invalidate(1));
+    await t.server.received(2);
+    t.clock.advance(1900);
+    release();
+    await t.settle();
+    assert.equal(t.manager.current(), undefined);
+    const got = await waiting;
+    assert.ok(got instanceof TokenUnavailableError, `the waiter got ${got instanceof Error ? got.message : `a token with ${(got.expiresAt - t.clock.now())} ms left`}`);
+    await t.close();
+  });
+
   it('bounds the wait for an in-flight refresh by tokenTimeoutMs', async () => {
     const t = await setup();
     t.respond = () => ({ hang: true });
@@ -338,6 +378,58 @@ describe('token manager: single flight and invalidation', () => {
     const waiting = Promise.resolve(t.manager.acquire());
     t.clock.advance(10_000);
     await assert.rejects(waiting, (err: unknown) => err instanceof TokenUnavailableError && err.message === 'timed out waiting for a token');
+    await t.close();
+  });
+});
+
+describe('credential source: after an upstream 401', () => {
+  const credentialsOf = (manager: TokenManager) => tokenCredentials(manager, compileAttachments(DEFAULT_ATTACH));
+  const bearer = (c: RouteCredentials | undefined) => c?.prepared.headers.find(([name]) => name.toLowerCase() === 'authorization')?.[1];
+
+  it('hands out credentials with the renewed token', async () => {
+    const t = await started();
+    const source = credentialsOf(t.manager);
+    const used = await source.acquire();
+    const renewed = await source.renewAfterUnauthorized!(used);
+    assert.equal(renewed?.generation, 2);
+    assert.equal(bearer(renewed), `Bearer ${t.issued[1]}`);
+    await t.close();
+  });
+
+  it('never hands back the rejected token while gentoken is failing', async () => {
+    const t = await started({ random: () => 0 });
+    t.respond = () => ({ status: 500 });
+    await t.advance(594_000); // the renewal fails; the token is still valid
+    const source = credentialsOf(t.manager);
+    const used = source.current()!;
+    assert.equal(used.generation, 1);
+    assert.equal(await source.renewAfterUnauthorized!(used), undefined, 'the 401 is passed back, not replayed with the same token');
+    assert.equal(t.calls.length, 2, 'and the 401 adds no gentoken call');
+    await t.close();
+  });
+
+  it('never hands back the rejected token while 401-triggered renewals are throttled', async () => {
+    const t = await started();
+    const source = credentialsOf(t.manager);
+    await source.renewAfterUnauthorized!(await source.acquire()); // generation 2, minted after a 401
+    await t.advance(1000);
+    await source.renewAfterUnauthorized!(source.current()!); // generation 3: rejected again → throttled
+    await t.advance(1000);
+    const used = source.current()!;
+    assert.equal(used.generation, 3);
+    assert.equal(await source.renewAfterUnauthorized!(used), undefined);
+    assert.equal(t.calls.length, 3);
+    await t.close();
+  });
+
+  it('hands out a newer token obtained meanwhile for a 401 on an older one', async () => {
+    const t = await started();
+    const source = credentialsOf(t.manager);
+    const old = await source.acquire();
+    await source.renewAfterUnauthorized!(old);
+    t.respond = () => ({ status: 500 });
+    const renewed = await source.renewAfterUnauthorized!(old);
+    assert.equal(renewed?.generation, 2);
     await t.close();
   });
 });

@@ -1,13 +1,16 @@
 import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
+import { ConfigError } from '../errors.js';
+import { StoppedDuringStartError } from '../errors.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
-import { loadConfigOrExit } from './config-problems.js';
+import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
 
 /**
  * `run --config FILE`: the sidecar in the foreground, JSON logs on stdout. SIGTERM/SIGINT drain
  * gracefully (a second one exits at once), SIGHUP re-reads credential files.
- * Exit codes: 0 after a drain, 1 when it cannot start, 2 for invalid configuration.
+ * Exit codes: 0 after a drain, 1 when it cannot start, 2 for invalid configuration (including
+ * credential files found empty or unusable at start).
  */
 export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
@@ -44,9 +47,13 @@ export async function serve(
     const ports = await sidecar.start();
     onStarted?.(ports);
   } catch (err) {
-    logger.error('the sidecar could not start', { reason: (err as Error).message, code: (err as { code?: string }).code });
+    // A signal during start-up: start() gave up and stop() is already unwinding what it started.
+    if (err instanceof StoppedDuringStartError) return Promise.race([sidecar.stop().then(() => EXIT_OK), forced]);
+    const reason = err instanceof ConfigError ? { reason: 'invalid configuration', problems: err.problems } : { reason: (err as Error).message };
+    logger.error('the sidecar could not start', { ...reason, code: (err as { code?: string }).code });
     await sidecar.stop();
-    return EXIT_FAILURE;
+    // Problems only found at start (a credential file's contents) are reported like any other config problem.
+    return err instanceof ConfigError ? reportConfigFailure(err, io) : EXIT_FAILURE;
   }
   return Promise.race([sidecar.done.then(() => EXIT_OK), forced]);
 }

@@ -1,16 +1,17 @@
 import { createCredentialStore } from '../credentials.js';
-import { TokenUnauthorizedError } from '../errors.js';
+import { ConfigError, TokenUnauthorizedError } from '../errors.js';
 import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
 import { loadTrustedCas } from '../tls.js';
 import { createTokenClient } from '../token-client.js';
-import { loadConfigOrExit } from './config-problems.js';
+import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 
 /**
  * `token --config FILE [--json]`: obtains one token and prints it (`--json`: the whole
  * AuthResult). Printing the token is this command's purpose; it is never logged.
- * Exit codes: 0 ok, 1 on a 401 (with the server's message) or any failure, 2 for invalid configuration.
+ * Exit codes: 0 ok, 1 on a 401 (with the server's message) or any failure, 2 for invalid
+ * configuration (including credential files that are empty or unusable).
  */
 export async function tokenCommand(args: { config?: string; json?: boolean }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
@@ -18,6 +19,7 @@ export async function tokenCommand(args: { config?: string; json?: boolean }, io
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
   const store = await createCredentialStore(config.credentials, { logger, secrets }).catch((err: Error) => err);
+  if (store instanceof ConfigError) return reportConfigFailure(store, io);
   if (store instanceof Error) {
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
     return EXIT_FAILURE;

@@ -1,3 +1,4 @@
+import { clampDelay } from '../clock.js';
 import { trustContext } from '../tls.js';
 import { Agent, request } from '../undici-request.js';
 import { InvalidResponseError } from '../errors.js';
@@ -62,7 +63,8 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
     const token = options.token?.();
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token) headers.authorization = `Token ${token}`;
-    const signal = AbortSignal.timeout(options.timeoutMs);
+    // Clamped: AbortSignal.timeout is a timer, and a longer one fires after 1 ms (PITFALLS 15).
+    const signal = AbortSignal.timeout(clampDelay(options.timeoutMs));
     let status: number;
     let responseHeaders: Record<string, string | string[] | undefined>;
     let text: string;

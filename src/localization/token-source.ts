@@ -1,6 +1,7 @@
 import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import type { LocalizationConfig } from '../config-schema.js';
+import { ConfigError } from '../errors.js';
 import type { SecretSet } from '../secrets.js';
 
 /** The current localization token (undefined = none configured), plus reload and close. */
@@ -28,7 +29,7 @@ export interface TokenSourceOptions {
  */
 export function createTokenSource(cfg: Pick<LocalizationConfig, 'token' | 'tokenFile'>, options: TokenSourceOptions): TokenSource {
   const file = cfg.tokenFile;
-  let current = cfg.token === undefined ? undefined : checked(cfg.token, 'localization.token');
+  let current = cfg.token === undefined ? undefined : checked(cfg.token, 'localization.token (B2B_L10N_TOKEN)');
   if (file !== undefined) current = readToken(file);
   options.secrets.add(current);
 
@@ -61,13 +62,21 @@ export function createTokenSource(cfg: Pick<LocalizationConfig, 'token' | 'token
   return source;
 }
 
+/** Problems are ConfigErrors naming the key, so `run` and `translation` exit 2 listing them. */
 function readToken(file: string): string {
-  return checked(readFileSync(file, 'utf8').trim(), `localization.tokenFile (${file})`);
+  const where = `localization.tokenFile (B2B_L10N_TOKEN_FILE): ${file}`;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`${where}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+  }
+  return checked(text.trim(), where);
 }
 
 /** A token with CR/LF or non-ASCII would make the header write throw (PITFALLS 14). */
 function checked(token: string, where: string): string {
-  if (token.length === 0) throw new Error(`${where}: the token is empty`);
-  if (!/^[\x21-\x7e]+$/.test(token)) throw new Error(`${where}: the token has spaces, control or non-ASCII characters`);
+  if (token.length === 0) throw new ConfigError([`${where}: the token is empty`]);
+  if (!/^[\x21-\x7e]+$/.test(token)) throw new ConfigError([`${where}: the token has spaces, control or non-ASCII characters`]);
   return token;
 }
