@@ -2,23 +2,14 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Writable } from 'node:stream';
+import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { checkConfigCommand } from '../src/commands/check-config.js';
-import type { CommandIo } from '../src/commands/io.js';
+import { captureIo } from './helpers/command-io.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'b2b-check-config-'));
 
-function capture(env: NodeJS.ProcessEnv, stdout: Writable = new PassThrough()) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const stderr = new PassThrough();
-  stdout.on('data', (c: Buffer) => out.push(c.toString()));
-  stderr.on('data', (c: Buffer) => err.push(c.toString()));
-  const io: CommandIo = { stdout, stderr, env, onSignal: () => {} };
-  return { io, stdout: () => out.join(''), stderr: () => err.join('') };
-}
 
 describe('check-config', () => {
   it('prints the effective config as YAML with secrets redacted and exits 0', async () => {
@@ -26,7 +17,7 @@ describe('check-config', () => {
     writeFileSync(passwordFile, 'password-file-content-77');
     const configFile = join(dir, 'sidecar.yaml');
     writeFileSync(configFile, `service:\n  baseUrl: https://api.example.com\ncredentials:\n  apiKey: file-api-key-55\n  passwordFile: ${passwordFile}\n`);
-    const run = capture({ B2B_PASSWORD: 'env-password-66', B2B_L10N_BASE_URL: 'https://l.example', B2B_L10N_TOKEN: 'l10n-token-88' });
+    const run = captureIo({ B2B_PASSWORD: 'env-password-66', B2B_L10N_BASE_URL: 'https://l.example', B2B_L10N_TOKEN: 'l10n-token-88' });
     assert.equal(await checkConfigCommand({ config: configFile }, run.io), 0);
     const printed = run.stdout();
     for (const secret of ['file-api-key-55', 'env-password-66', 'password-file-content-77', 'l10n-token-88']) {
@@ -45,14 +36,14 @@ describe('check-config', () => {
   it('prints a ...File key as its path, never the file contents', async () => {
     const keyFile = join(dir, 'api-key');
     writeFileSync(keyFile, 'api-key-content-99');
-    const run = capture({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY_FILE: keyFile, B2B_PASSWORD: 'pw-12345' });
+    const run = captureIo({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY_FILE: keyFile, B2B_PASSWORD: 'pw-12345' });
     assert.equal(await checkConfigCommand({}, run.io), 0);
     assert.equal(parse(run.stdout()).credentials.apiKeyFile, keyFile);
     assert.ok(!run.stdout().includes('api-key-content-99'));
   });
 
   it('lists every problem on stderr and exits 2', async () => {
-    const run = capture({ B2B_BASE_URL: 'http://api.example.com', B2B_LISTEN_PORT: 'abc', B2B_PASSWORD: 'secret-pw-31' });
+    const run = captureIo({ B2B_BASE_URL: 'http://api.example.com', B2B_LISTEN_PORT: 'abc', B2B_PASSWORD: 'secret-pw-31' });
     assert.equal(await checkConfigCommand({}, run.io), 2);
     const lines = run.stderr().trimEnd().split('\n');
     assert.equal(lines[0], 'invalid configuration:');
@@ -66,7 +57,7 @@ describe('check-config', () => {
   });
 
   it('exits 2 naming a missing config file', async () => {
-    const run = capture({});
+    const run = captureIo({});
     assert.equal(await checkConfigCommand({ config: join(dir, 'nope.yaml') }, run.io), 2);
     assert.match(run.stderr(), /nope\.yaml does not exist/);
   });
@@ -74,7 +65,7 @@ describe('check-config', () => {
   it('exits 1 on a failure that is not a configuration problem', async () => {
     const broken = new Writable({ write: (_c, _e, cb) => cb() });
     broken.write = () => { throw new Error('stdout is gone'); };
-    const run = capture({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY: 'k', B2B_PASSWORD: 'p' }, broken);
+    const run = captureIo({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY: 'k', B2B_PASSWORD: 'p' }, broken);
     assert.equal(await checkConfigCommand({}, run.io), 1);
     assert.match(run.stderr(), /stdout is gone/);
   });

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
 import { checkConfigCommand } from '../src/commands/check-config.js';
 import type { CommandIo } from '../src/commands/io.js';
 import { runCommand } from '../src/commands/run.js';
 import { tokenCommand } from '../src/commands/token.js';
+import { captureIo } from './helpers/command-io.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'b2b-config-problems-'));
 let counter = 0;
@@ -18,15 +18,6 @@ function file(name: string, text: string): string {
   return path;
 }
 
-function capture(): { io: CommandIo; output(): string; stderr(): string } {
-  const out: string[] = [];
-  const err: string[] = [];
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  stdout.on('data', (c: Buffer) => out.push(c.toString()));
-  stderr.on('data', (c: Buffer) => err.push(c.toString()));
-  return { io: { stdout, stderr, env: {}, onSignal: () => {} }, output: () => out.join('') + err.join(''), stderr: () => err.join('') };
-}
 
 type Command = 'check-config' | 'run' | 'token';
 const COMMANDS: Record<Command, (config: string, io: CommandIo) => Promise<number>> = {
@@ -52,10 +43,10 @@ describe('configuration problems in every command', () => {
     // Unquoted, `*Secr3tPass` is a YAML alias; yaml's own error message names it.
     const path = file('alias.yaml', config('  apiKey: key-1\n  password: *Secr3tPass'));
     for (const [name, command] of Object.entries(COMMANDS)) {
-      const run = capture();
-      assert.equal(await command(path, run.io), 2, `${name}: ${run.output()}`);
+      const run = captureIo();
+      assert.equal(await command(path, run.io), 2, `${name}: ${(run.stdout() + run.stderr())}`);
       assert.match(run.stderr(), /unresolved YAML alias at line 6: quote values that start with \* & or !/, name);
-      assert.ok(!run.output().includes('Secr3tPass'), `${name} printed the password: ${run.output()}`);
+      assert.ok(!(run.stdout() + run.stderr()).includes('Secr3tPass'), `${name} printed the password: ${(run.stdout() + run.stderr())}`);
     }
   });
 
@@ -76,11 +67,11 @@ describe('configuration problems in every command', () => {
     it(`${row.name} exits 2 naming ${row.key}, never the value, in ${row.foundBy.join(', ')}`, async () => {
       const path = file('c.yaml', row.yaml);
       for (const name of row.foundBy) {
-        const run = capture();
-        assert.equal(await COMMANDS[name](path, run.io), 2, `${name}: ${run.output()}`);
+        const run = captureIo();
+        assert.equal(await COMMANDS[name](path, run.io), 2, `${name}: ${(run.stdout() + run.stderr())}`);
         assert.match(run.stderr(), /^invalid configuration:\n/, name);
         assert.ok(run.stderr().split('\n').some((l) => l.replace(/^ {2}(- )?/, '').startsWith(`${row.key}: `)), `${name} does not name ${row.key}: ${run.stderr()}`);
-        if (row.secret) assert.ok(!run.output().includes(row.secret), `${name} printed the value: ${run.output()}`);
+        if (row.secret) assert.ok(!(run.stdout() + run.stderr()).includes(row.secret), `${name} printed the value: ${(run.stdout() + run.stderr())}`);
       }
     });
   }

@@ -2,27 +2,16 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import type { CommandIo } from '../src/commands/io.js';
 import { translationCommand } from '../src/commands/translation.js';
 import { createLocalizationSimulator, type LocalizationSimulator } from '../src/simulator/localization-simulator.js';
 import { testTls } from './helpers/tls.js';
+import { captureIo } from './helpers/command-io.js';
 
 const TOKEN = 'wlu_command7oken1a2b3c4d';
 const dir = mkdtempSync(join(tmpdir(), 'b2b-translation-cmd-'));
 let configs = 0;
 
-function capture(env: NodeJS.ProcessEnv = {}) {
-  const out: string[] = [];
-  const err: string[] = [];
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  stdout.on('data', (c: Buffer) => out.push(c.toString()));
-  stderr.on('data', (c: Buffer) => err.push(c.toString()));
-  const io: CommandIo = { stdout, stderr, env, onSignal: () => {} };
-  return { io, stdout: () => out.join(''), stderr: () => err.join('') };
-}
 
 /** A full config file the loader accepts: service + credentials, plus `localization` when given. */
 function writeConfig(localization?: string): string {
@@ -49,7 +38,7 @@ async function withSimulator(fn: (sim: LocalizationSimulator, config: (token?: s
 describe('translation command', () => {
   it('prints a readable summary and exits 0', async () => {
     await withSimulator(async (sim, config) => {
-      const run = capture();
+      const run = captureIo();
       assert.equal(await translationCommand({ ref: 'demo/web/en', config: await config() }, run.io), 0);
       const text = run.stdout();
       assert.match(text, /^Translation demo\/web\/en$/m);
@@ -65,7 +54,7 @@ describe('translation command', () => {
 
   it('prints the validated translation as JSON with --json', async () => {
     await withSimulator(async (_sim, config) => {
-      const run = capture();
+      const run = captureIo();
       assert.equal(await translationCommand({ ref: 'demo/web/de', config: await config(), json: true }, run.io), 0);
       const printed = JSON.parse(run.stdout());
       assert.equal(printed.language_code, 'de');
@@ -77,7 +66,7 @@ describe('translation command', () => {
 
   it('takes the token from B2B_L10N_TOKEN', async () => {
     await withSimulator(async (_sim, config) => {
-      const run = capture({ B2B_L10N_TOKEN: TOKEN });
+      const run = captureIo({ B2B_L10N_TOKEN: TOKEN });
       assert.equal(await translationCommand({ ref: 'demo/emails/fr', config: await config(null) }, run.io), 0);
       assert.match(run.stdout(), /^Last change: +never$/m);
     });
@@ -85,7 +74,7 @@ describe('translation command', () => {
 
   it('exits 1 with the server\'s reason when the translation does not exist', async () => {
     await withSimulator(async (_sim, config) => {
-      const run = capture();
+      const run = captureIo();
       assert.equal(await translationCommand({ ref: 'demo/web/xx', config: await config() }, run.io), 1);
       assert.match(run.stderr(), /demo\/web\/xx not found: No Translation matches the given query\./);
       assert.equal(run.stdout(), '');
@@ -95,7 +84,7 @@ describe('translation command', () => {
   it('exits 1 with the server\'s reason when the token is rejected, without printing it', async () => {
     await withSimulator(async (sim, config) => {
       sim.faults.errorShape = 'detail';
-      const run = capture();
+      const run = captureIo();
       assert.equal(await translationCommand({ ref: 'demo/web/en', config: await config('wlu_wrong0000') }, run.io), 1);
       assert.match(run.stderr(), /refused access to demo\/web\/en: Invalid token\./);
       assert.ok(!run.stderr().includes('wlu_wrong0000') && !run.stderr().includes(TOKEN));
@@ -105,7 +94,7 @@ describe('translation command', () => {
   it('exits 1 when the server fails', async () => {
     await withSimulator(async (sim, config) => {
       sim.faults.failNext(500);
-      const run = capture();
+      const run = captureIo();
       assert.equal(await translationCommand({ ref: 'demo/web/en', config: await config() }, run.io), 1);
       assert.match(run.stderr(), /failed the lookup of demo\/web\/en: A server error occurred\./);
     });
@@ -114,7 +103,7 @@ describe('translation command', () => {
   it('exits 1 naming the bad field of a malformed answer, printing nothing on stdout', async () => {
     await withSimulator(async (sim, config) => {
       sim.faults.malformNext('language.name', 42);
-      const run = capture();
+      const run = captureIo();
       assert.equal(await translationCommand({ ref: 'demo/web/en', config: await config(), json: true }, run.io), 1);
       assert.match(run.stderr(), /invalid response: language\.name must be string/);
       assert.equal(run.stdout(), '');
@@ -124,7 +113,7 @@ describe('translation command', () => {
   it('exits 2 for a reference that is not three slugs, without a request', async () => {
     await withSimulator(async (sim, config) => {
       for (const ref of ['../x', 'a/b', 'a/b/c/d', 'demo/web/..']) {
-        const run = capture();
+        const run = captureIo();
         assert.equal(await translationCommand({ ref, config: await config() }, run.io), 2);
         assert.match(run.stderr(), /invalid translation reference/);
       }
@@ -133,13 +122,13 @@ describe('translation command', () => {
   });
 
   it('exits 2 when the configuration has no localization section', async () => {
-    const run = capture();
+    const run = captureIo();
     assert.equal(await translationCommand({ ref: 'demo/web/en', config: writeConfig() }, run.io), 2);
     assert.match(run.stderr(), /no localization section/);
   });
 
   it('exits 2 when the configuration is invalid', async () => {
-    const run = capture();
+    const run = captureIo();
     assert.equal(await translationCommand({ ref: 'demo/web/en', config: join(dir, 'missing.yaml') }, run.io), 2);
     assert.match(run.stderr(), /invalid configuration/);
   });
