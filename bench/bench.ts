@@ -1,10 +1,10 @@
 /**
- * `npm run bench`: b2b-sidecar side by side with direct access, nginx and a bare http-proxy, on
+ * `npm run bench`: b2b-sidecar side by side with direct access, nginx, a bare http-proxy and a bare undici proxy, on
  * loopback, bounded in time (default run well under 5 minutes). See bench/README.md.
  *
  *   node --import tsx bench/bench.ts [--smoke] [--rounds N] [--seconds S] [--latency-seconds S]
  *     [--post-seconds S] [--warmup-seconds S] [--idle-seconds S] [--stream-mib N]
- *     [--rotation-seconds S] [--budget-seconds S] [--only direct,nginx,bare,sidecar-undici,sidecar-http-proxy]
+ *     [--rotation-seconds S] [--budget-seconds S] [--only direct,nginx,bare,bare-undici,sidecar-undici,sidecar-http-proxy]
  *     [--out FILE] [--strict] [--dist DIR (an alternative build of the sidecar, for experiments)]
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -20,12 +20,13 @@ import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
 import { fmt, max, median, min, ratio } from './lib/stats.js';
 import { streamThrough, type StreamResult } from './lib/stream.js';
 
-const CONFIGS = ['direct', 'nginx', 'bare', 'sidecar-undici', 'sidecar-http-proxy'] as const;
+const CONFIGS = ['direct', 'nginx', 'bare', 'bare-undici', 'sidecar-undici', 'sidecar-http-proxy'] as const;
 type ConfigName = (typeof CONFIGS)[number];
 const LABEL: Record<ConfigName, string> = {
   direct: 'direct (no proxy)',
   nginx: 'nginx, 1 worker',
   bare: 'bare http-proxy (engine alone)',
+  'bare-undici': 'bare undici dispatch (Node floor)',
   'sidecar-undici': 'b2b-sidecar, engine undici',
   'sidecar-http-proxy': 'b2b-sidecar, engine http-proxy',
 };
@@ -182,6 +183,7 @@ async function main(): Promise<number> {
         case 'direct': return undefined;
         case 'nginx': return startNginx(work, up, caFile, token);
         case 'bare': return startBare(up, caFile, token);
+        case 'bare-undici': return startBare(up, caFile, token, 'bare-undici.mjs');
         case 'sidecar-undici': return startSidecar(join(work, 'sc'), up, caFile, 'undici');
         case 'sidecar-http-proxy': return startSidecar(join(work, 'sc'), up, caFile, 'http-proxy');
       }
@@ -360,7 +362,7 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
     `at 1 connection ${opts.latencySeconds} s, POST 4 KiB echo at 50 connections ${opts.postSeconds} s. Medians over rounds; spread is min–max. ` +
     `Proxy CPU = utime+stime from /proc/<pid>/stat over the 50-connection GET window ÷ requests (nginx: master + worker). Peak RSS = VmHWM (nginx: sum).`, '');
   lines.push(`The sidecar runs as the container image runs it: \`node dist/cli.js run\` with the Dockerfile's NODE_OPTIONS (\`${deployedNodeOptions() || 'none'}\`); ` +
-    `the bare http-proxy reference runs with Node's defaults. NODE_EXTRA_CA_CERTS is removed from every Node proxy's environment ` +
+    `the bare references (http-proxy, undici) run with Node's defaults. NODE_EXTRA_CA_CERTS is removed from every Node proxy's environment ` +
     `(${process.env.NODE_EXTRA_CA_CERTS ? `here it pointed at ${process.env.NODE_EXTRA_CA_CERTS}, which adds ~80 ms to any Node start on one core` : 'it was not set here'}); each gets its CA explicitly.`, '');
   for (const n of r.notes) lines.push(`> ${n}`, '');
 

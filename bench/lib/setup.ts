@@ -193,12 +193,16 @@ export function deployedNodeOptions(): string {
   return line ? line.slice('ENV NODE_OPTIONS='.length).trim() : '';
 }
 
-/** http-proxy + keep-alive https.Agent + a static header: the engine alone (Node's default V8 settings). */
-export async function startBare(up: Upstream, caFile: string, token: string): Promise<ProxyProc> {
+/**
+ * A reference proxy with a static header and none of the sidecar's features (Node's default V8
+ * settings): `bare-http-proxy.mjs`, the engine alone, or `bare-undici.mjs`, the Node floor.
+ */
+export async function startBare(up: Upstream, caFile: string, token: string, script = 'bare-http-proxy.mjs'): Promise<ProxyProc> {
   const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: token, API_KEY: API_KEY });
-  const proc = spawnManaged('bare-http-proxy', process.execPath, [join(ROOT, 'bench', 'bare-http-proxy.mjs')], { cpu: PROXY_CPU, env, cwd: ROOT });
+  const name = script.replace(/\.mjs$/, '');
+  const proc = spawnManaged(name, process.execPath, [join(ROOT, 'bench', script)], { cpu: PROXY_CPU, env, cwd: ROOT });
   const line = await proc.waitForLine((l) => l.includes('"proxy":"ready"'), 15_000);
-  return { name: 'bare http-proxy', pids: [proc.pid], port: (JSON.parse(line) as { port: number }).port, procs: [proc], stop: () => proc.stop() };
+  return { name, pids: [proc.pid], port: (JSON.parse(line) as { port: number }).port, procs: [proc], stop: () => proc.stop() };
 }
 
 export interface SidecarProc extends ProxyProc {
