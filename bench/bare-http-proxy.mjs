@@ -8,26 +8,13 @@
  *
  * Prints one JSON line `{"proxy":"ready","port":N}`; SIGTERM stops it.
  */
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Agent } from 'node:https';
-import { createSecureContext, rootCertificates } from 'node:tls';
 import httpProxy from 'http-proxy';
+import { credentialHeaders as headers, listenAndAnnounce, secureContext, target } from './lib/reference-env.mjs';
 
-const target = process.env.UPSTREAM;
-const caFile = process.env.CA_FILE;
-if (!target || !caFile || !process.env.TOKEN || !process.env.API_KEY) {
-  process.stderr.write('UPSTREAM, CA_FILE, TOKEN and API_KEY are required\n');
-  process.exit(2);
-}
-// Same trust as the sidecar (system roots + the test CA), but as one prebuilt secure context:
-// an Agent given `ca: [...rootCertificates, extra]` joins ~140 PEMs into its pool key on every
-// request (https.Agent#getName, ~0.4 ms each here) and parses them again for every new socket
-// (~55 ms), which would make this reference look far slower than http-proxy really is.
-const secureContext = createSecureContext({ ca: [...rootCertificates, readFileSync(caFile, 'utf8')] });
 const agent = new Agent({ keepAlive: true, maxSockets: 128, secureContext });
 const proxy = httpProxy.createProxyServer({ target, agent, changeOrigin: true, secure: true });
-const headers = { authorization: `Bearer ${process.env.TOKEN}`, apikey: process.env.API_KEY };
 proxy.on('error', (_err, _req, res) => {
   if (res && 'headersSent' in res && !res.headersSent) {
     res.writeHead(502, { 'content-type': 'application/json' });
@@ -35,14 +22,4 @@ proxy.on('error', (_err, _req, res) => {
   } else res?.destroy();
 });
 const server = createServer((req, res) => proxy.web(req, res, { headers }));
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(JSON.stringify({ proxy: 'ready', port: server.address().port }) + '\n');
-});
-const stop = () => {
-  server.close();
-  server.closeAllConnections();
-  agent.destroy();
-  setTimeout(() => process.exit(0), 100).unref();
-};
-process.once('SIGTERM', stop);
-process.once('SIGINT', stop);
+listenAndAnnounce(server);

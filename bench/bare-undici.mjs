@@ -8,20 +8,11 @@
  *
  * Prints one JSON line `{"proxy":"ready","port":N}`; SIGTERM stops it.
  */
-import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createSecureContext, rootCertificates } from 'node:tls';
 import { Pool } from 'undici';
+import { credentialHeaders as auth, listenAndAnnounce, secureContext, target } from './lib/reference-env.mjs';
 
-const target = process.env.UPSTREAM;
-const caFile = process.env.CA_FILE;
-if (!target || !caFile || !process.env.TOKEN || !process.env.API_KEY) {
-  process.stderr.write('UPSTREAM, CA_FILE, TOKEN and API_KEY are required\n');
-  process.exit(2);
-}
-const secureContext = createSecureContext({ ca: [...rootCertificates, readFileSync(caFile, 'utf8')] });
 const pool = new Pool(target, { connections: 128, pipelining: 1, connect: { secureContext } });
-const auth = { authorization: `Bearer ${process.env.TOKEN}`, apikey: process.env.API_KEY };
 const HOP = new Set(['connection', 'keep-alive', 'transfer-encoding']);
 
 const server = createServer((req, res) => {
@@ -53,6 +44,4 @@ const server = createServer((req, res) => {
     },
   });
 });
-server.listen(0, '127.0.0.1', () => {
-  process.stdout.write(JSON.stringify({ proxy: 'ready', port: server.address().port }) + '\n');
-});
+listenAndAnnounce(server);
