@@ -220,7 +220,8 @@ function outgoingHeaders(req: IncomingMessage, route: ProxyRoute, credentials: R
     if (value !== undefined) out[name] = value;
   }
   if (route.stripCookies.size || credentials.prepared.cookie) {
-    const cookie = rewriteCookie(source.cookie, route.stripCookies, credentials.prepared.cookie);
+    // A Cookie header the client nominated as hop-by-hop is dropped; the route's own still goes.
+    const cookie = rewriteCookie(nominated?.has('cookie') ? undefined : source.cookie, route.stripCookies, credentials.prepared.cookie);
     if (cookie === undefined) delete out.cookie;
     else out.cookie = cookie;
   }
