@@ -106,10 +106,15 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           finish(err);
         };
         const onAbort = () => destroyUpstream(Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' }));
-        const deadline = setTimeout(
+        const armDeadline = () => setTimeout(
           () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
           options.headersTimeoutMs,
         );
+        // A streamed upload counts from its end: a slow client is not the service's delay (the
+        // listener's requestTimeoutMs bounds the client).
+        let deadline: ReturnType<typeof setTimeout> | undefined;
+        if (request.body === undefined || Buffer.isBuffer(request.body)) deadline = armDeadline();
+        else request.body.once('end', () => { if (!settled) deadline = armDeadline(); });
         if (request.signal.aborted) return onAbort();
         request.signal.onAbort(onAbort);
         exchange.once('upstream-response', (proxyRes: IncomingMessage) => {

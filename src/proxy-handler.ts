@@ -107,7 +107,8 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     }
     // An upstream that reflects TRACE would hand the attached token and ApiKey back to the client.
     // (TRACK never gets here: Node's parser answers unknown methods with 400.)
-    if (method === 'TRACE') return respond(405, 'TRACE is not supported: it would reflect the credentials the sidecar attaches');
+    // 501: refused for every resource (a 405 would owe an Allow header listing the others).
+    if (method === 'TRACE') return respond(501, 'TRACE is not supported: it would reflect the credentials the sidecar attaches');
 
     const path = upstreamPath(url, route.prefix);
     if (path !== url) {

@@ -71,9 +71,21 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry {
   // --- undici's dispatch handler ---
 
   onConnect(abort: (reason: Error) => void): void {
-    if (this.#signal.aborted) abort(clientAborted());
-    else if (this.#failed) abort(this.#failed);
-    else this.#abort = abort;
+    // Thrown, not abort()ed: undici then fails the request without touching the connection it was
+    // handed, which abort() would destroy (a fresh TLS handshake per expired request under load).
+    if (this.#signal.aborted) throw clientAborted();
+    if (this.#failed) throw this.#failed;
+    this.#abort = abort;
+  }
+
+  // The header deadline restarts with every piece of request body written and once the request
+  // is sent, as undici's own headersTimeout does: a slow streamed upload is not the service's delay.
+  onBodySent(): void {
+    if (this.#reject) this.#deadlines?.headers.add(this);
+  }
+
+  onRequestSent(): void {
+    if (this.#reject) this.#deadlines?.headers.add(this);
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {

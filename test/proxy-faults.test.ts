@@ -226,6 +226,42 @@ for (const engine of ENGINES) {
       }
     });
 
+    it('lets a streamed upload take longer than the header deadline (the client is slow, not the service)', async () => {
+      // The service answers as soon as the body is in.
+      const up = await startUpstream((req, res) => {
+        let bytes = 0;
+        req.on('data', (c: Buffer) => (bytes += c.length));
+        req.on('end', () => res.end(JSON.stringify({ bytes })));
+      });
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { service: { timeoutMs: 300 }, proxy: { replayBodyLimitBytes: 0 } } });
+      try {
+        await waitReady(s);
+        let req: ReturnType<typeof request> | undefined;
+        const answer = await within(5000, new Promise<{ status: number; body: string }>((resolve, reject) => {
+          req = request({ host: '127.0.0.1', port: s.port, method: 'POST', path: '/pub/b2b/v1/upload', agent: false, headers: { 'content-length': 8 * 4096 } }, (res) => {
+            let body = '';
+            res.on('data', (c: Buffer) => (body += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          });
+          req.on('error', reject);
+          // 8 pieces 150 ms apart: 1.05 s of upload against a 300 ms header deadline.
+          let sent = 0;
+          const next = () => {
+            if (req!.destroyed) return;
+            req!.write(Buffer.alloc(4096, 0x62));
+            if (++sent < 8) setTimeout(next, 150);
+            else req!.end();
+          };
+          next();
+        }), 'the upload was never answered').finally(() => req?.destroy());
+        assert.equal(answer.status, 200, answer.body);
+        assert.deepEqual(JSON.parse(answer.body), { bytes: 8 * 4096 });
+      } finally {
+        await s.stop();
+        await up.close();
+      }
+    });
+
     it('answers a request queued behind a client that stops reading with 504 at its deadline', async () => {
       const up = await startUpstream(endlessAnswer);
       const s = await startSidecar({ baseUrl: up.url, engine, overrides: { service: { timeoutMs: 500 }, proxy: { maxSockets: 1 } } });

@@ -51,10 +51,10 @@ for (const engine of ENGINES) {
       assert.equal(echo.query, 'x=1//2');
     });
 
-    it('answers TRACE with 405 and never sends it upstream with the credentials', async () => {
+    it('answers TRACE with 501 and never sends it upstream with the credentials', async () => {
       const before = sim.stats.apiRequests;
       const res = await send(s.port, { method: 'TRACE', path: '/pub/b2b/v1/echo' });
-      assert.equal(res.status, 405);
+      assert.equal(res.status, 501);
       assert.match(res.json<{ message: string }>().message, /TRACE/);
       assert.equal(sim.stats.apiRequests, before);
     });

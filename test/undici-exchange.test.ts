@@ -90,24 +90,34 @@ function withDeadlines() {
   const errors: Error[] = [];
   const aborts: Error[] = [];
   const exchange = new UndiciExchange(new ClientGone(), (r) => { response = r; }, (err) => { errors.push(err); }, deadlines);
-  // As undici does: aborting fails the request through the handler's onError.
-  const connect = () => exchange.onConnect((reason) => { aborts.push(reason); exchange.onError(reason); });
-  return { clock, exchange, connect, response: () => response, errors, aborts };
+  // As undici does: aborting fails the request through the handler's onError; an error thrown by
+  // onConnect fails it too, without the connection (`thrown`).
+  const thrown: unknown[] = [];
+  const connect = () => {
+    try {
+      exchange.onConnect((reason) => { aborts.push(reason); exchange.onError(reason); });
+    } catch (err) {
+      thrown.push(err);
+    }
+  };
+  return { clock, exchange, connect, response: () => response, errors, aborts, thrown };
 }
 
 const codeOf = (err: Error | undefined) => (err as { code?: string } | undefined)?.code;
 
 describe('undici exchange deadlines', () => {
   it('fails with a 504 timeout when a request is still queued at its header deadline, and is aborted once connected', () => {
-    const { clock, connect, errors, aborts } = withDeadlines();
+    const { clock, connect, errors, aborts, thrown } = withDeadlines();
     clock.advance(499);
     assert.equal(errors.length, 0);
     clock.advance(1);
     assert.equal(codeOf(errors[0]), 'SIDECAR_ERR_UPSTREAM_TIMEOUT');
     assert.equal(answerForUpstreamError(errors[0]).status, 504);
-    // undici hands it a connection later: aborted at once, never written.
+    // undici hands it a connection later: refused by throwing (undici then fails the request
+    // without destroying that connection), never written.
     connect();
-    assert.equal(aborts[0], errors[0]);
+    assert.equal(thrown[0], errors[0]);
+    assert.equal(aborts.length, 0, 'abort() would destroy a healthy upstream connection');
     assert.equal(errors.length, 1, 'the caller is answered once');
   });
 
