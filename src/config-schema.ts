@@ -14,8 +14,8 @@ const secret = { 'x-secret': true };
 const millis = { maximum: MAX_TIMER_MS };
 /** Seconds settings become timers in ms. */
 const seconds = { maximum: Math.floor(MAX_TIMER_MS / 1000) };
-/** The API requires a renewal at least every 15 minutes (seed §5 and §8). */
-export const MAX_TOKEN_LIFETIME_SECONDS = 900;
+/** The API requires a renewal at least every 15 minutes (its description, sections 5 and 8). */
+const MAX_TOKEN_LIFETIME_SECONDS = 900;
 
 const Port = (def: number, envName: string, description: string) =>
   Type.Integer({ minimum: 0, maximum: 65535, default: def, description, ...env(envName) });
@@ -101,7 +101,7 @@ export const ConfigSchema = Type.Object(
     token: Type.Object(
       {
         renewAt: Type.Number({ exclusiveMinimum: 0, maximum: 0.9, default: 0.66, description: 'Fraction of the effective lifetime after which the token is renewed.' }),
-        maxLifetimeSeconds: Type.Number({ minimum: 2, maximum: MAX_TOKEN_LIFETIME_SECONDS, default: 900, description: 'Effective lifetime = min(aliveSecondsTtl, this), 2 to 900 seconds: the API requires renewal at least every 15 minutes.' }),
+        maxLifetimeSeconds: Type.Number({ minimum: 2, maximum: MAX_TOKEN_LIFETIME_SECONDS, default: MAX_TOKEN_LIFETIME_SECONDS, description: 'Effective lifetime = min(aliveSecondsTtl, this), 2 to 900 seconds: the API requires renewal at least every 15 minutes.' }),
         file: Type.Optional(Type.String({ minLength: 1, description: 'If set, the current token is written here atomically (mode 0600) on every renewal.', ...env('B2B_TOKEN_FILE') })),
         attach: Type.Array(AttachmentSchema, { default: DEFAULT_ATTACH, description: 'How credentials are attached to every proxied request, in order; a client-sent value of the same name is removed first.' }),
       },

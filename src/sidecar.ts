@@ -8,6 +8,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config-schema.js';
 import { tokenCredentials } from './credential-source.js';
 import { createCredentialStore, type CredentialStore } from './credentials.js';
+import { StoppedDuringStartError } from './errors.js';
 import { compileIpGuard } from './ip-guard.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createMetrics, createRegistry, type Metrics } from './metrics.js';
@@ -16,7 +17,6 @@ import { createProxyHandler, type ProxyRoute } from './proxy-handler.js';
 import { createListener, type Listener } from './proxy-server.js';
 import type { SecretSet } from './secrets.js';
 import { loadTrustedCas } from './tls.js';
-import { StoppedDuringStartError } from './errors.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
 import { TokenManager } from './token-manager.js';
 

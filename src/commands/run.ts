@@ -1,7 +1,6 @@
 import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
-import { ConfigError } from '../errors.js';
-import { StoppedDuringStartError } from '../errors.js';
+import { ConfigError, StoppedDuringStartError } from '../errors.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
 import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
