@@ -2,6 +2,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'winston';
+import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js';
+import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
+import { protocolRefusal } from './request-protocol.js';
+import { sendJson } from './send-json.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -19,18 +23,15 @@ export interface Listener {
   readonly inflight: number;
 }
 
-/** Responses not closed yet on a connection, oldest first (pipelined requests queue behind each other). */
-const PENDING = Symbol('b2b-sidecar.pending');
-type CountedSocket = Duplex & { [PENDING]?: ServerResponse[] };
-type NodeResponse = ServerResponse & { _closed?: boolean };
-
 const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
 
 /**
  * Wraps a request handler in an `http` server hardened against slow and malformed clients
- * (PITFALLS 22–23): header and request timeouts, a header size cap, a connection cap, the
- * strict parser (ambiguous Content-Length + Transfer-Encoding framing is a 400, never two
- * requests), and explicit refusal of CONNECT and Upgrade.
+ * (PITFALLS 22–23, 30, 32): header and request timeouts, a header size cap (and no header
+ * count cap below it), a connection cap, the strict parser (ambiguous Content-Length +
+ * Transfer-Encoding framing is a 400, never two requests), HTTP/1.0 and 1.1 only, `chunked` as
+ * the only transfer coding, a connection's requests handed over in arrival order, `h2c`
+ * upgrade offers ignored and every other upgrade and CONNECT refused.
  */
 export function createListener(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
@@ -39,6 +40,16 @@ export function createListener(
 ): Listener {
   let inflight = 0;
   let closing = false;
+  const dispatch = (req: IncomingMessage, res: ServerResponse): void => {
+    const refusal = protocolRefusal(req);
+    if (refusal) {
+      res.shouldKeepAlive = false; // the framing of what follows is in doubt
+      sendJson(res, refusal.status, refusal.message);
+      return;
+    }
+    if (req.headers.upgrade !== undefined && offersOnlyH2c(req.headers.upgrade)) dropH2cOffer(req.headers);
+    handler(req, res);
+  };
   const server = createServer(
     {
       requestTimeout: limits.requestTimeoutMs,
@@ -53,29 +64,33 @@ export function createListener(
     },
     (req, res) => {
       inflight++;
-      const socket = req.socket as CountedSocket;
-      let pending = socket[PENDING];
-      if (!pending) {
-        pending = socket[PENDING] = [];
-        socket.once('close', closePending); // one listener per connection, not per request
-      }
-      pending.push(res);
-      res.once('close', () => {
-        inflight--;
-        pending.splice(pending.indexOf(res), 1);
-      });
+      res.once('close', () => inflight--);
       // While draining, finish this request but do not keep the connection for another.
       if (closing) res.shouldKeepAlive = false;
-      handler(req, res);
+      admitInOrder(req, res, dispatch);
     },
   );
+  // Node keeps only the first 2000 headers in req.headers while its parser frames the body
+  // with all of them: a Content-Length after 2000 lines was invisible here and the body was
+  // dropped (PITFALLS 30). Without a count limit the header byte cap governs.
+  server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
-  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuse(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
-  server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => refuse(socket, 501, 'protocol upgrades are not supported'));
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, bodyHead: Buffer) => {
+    if (!offersOnlyH2c(req.headers.upgrade)) {
+      refuseAfterPending(socket, 501, 'protocol upgrades are not supported');
+      return;
+    }
+    logger.debug('h2c upgrade offer ignored: served as HTTP/1.1');
+    whenIdle(socket, () => refeedWithoutUpgrade(server, socket, req, bodyHead));
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     if (err.code !== 'ECONNRESET') logger.debug('malformed or slow client request refused', { code: err.code, status });
-    refuse(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
+    // Behind a pipelined request still being answered, a raw answer would be read as the
+    // response to the earlier request, and the failed parser cannot wait: close instead.
+    if (pendingResponses(socket) > 0) socket.destroy();
+    else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
   });
 
   return {
@@ -109,34 +124,11 @@ export function createListener(
 }
 
 /**
- * Answers a request Node hands over outside the request handler (CONNECT, Upgrade, a malformed
- * one) on the raw socket. Behind a pipelined request still being answered, that answer would be
- * read as the response to the earlier request, so the connection is closed instead.
+ * Answers a request Node detached from its parser (CONNECT, Upgrade) on the raw socket, once
+ * the responses to earlier pipelined requests have gone out, so it is never read as theirs.
  */
-function refuse(socket: CountedSocket, status: number, message: string): void {
-  if ((socket[PENDING]?.length ?? 0) > 0) {
-    socket.destroy();
-    return;
-  }
-  rawAnswer(socket, status, message);
-}
-
-/**
- * Node 20 emits 'close' only on the response that holds the socket: responses queued behind it
- * (pipelining) never close when the client goes, so their upstream requests, in-flight counts
- * and log lines would leak. They are closed here the way Node closes the current one
- * (`emitCloseNT` in lib/_http_server.js, whose `_closed` flag keeps either side from closing
- * a response twice).
- */
-function closePending(this: CountedSocket): void {
-  const pending = this[PENDING]!;
-  if (pending.length === 0) return;
-  for (const res of [...pending] as NodeResponse[]) { // each 'close' removes its response
-    if (res._closed) continue;
-    res.destroyed = true;
-    res._closed = true;
-    res.emit('close');
-  }
+function refuseAfterPending(socket: Duplex, status: number, message: string): void {
+  whenIdle(socket, () => rawAnswer(socket, status, message));
 }
 
 function rawAnswer(socket: Duplex, status: number, message: string): void {
