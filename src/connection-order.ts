@@ -21,11 +21,14 @@ interface ConnectionState {
   entries: Entry[];
   /** Run once no response is pending (an upgrade request waiting for earlier answers). */
   idle: Array<() => void>;
+  /** A response said `Connection: close`: no later request will be answered, so none is handled. */
+  last: boolean;
 }
 
 const STATE = Symbol('b2b-sidecar.connection-order');
 type OrderedSocket = Duplex & { [STATE]?: ConnectionState };
-type NodeResponse = ServerResponse & { _closed?: boolean };
+/** `_last`: Node sent `Connection: close` with this response and ends the socket after it. */
+type NodeResponse = ServerResponse & { _closed?: boolean; _last?: boolean };
 
 /** Queues `req` behind the earlier requests of its connection; `dispatch` runs when it is first in line. */
 export function admitInOrder(req: IncomingMessage, res: ServerResponse, dispatch: Entry['dispatch']): void {
@@ -35,10 +38,13 @@ export function admitInOrder(req: IncomingMessage, res: ServerResponse, dispatch
   state.entries.push(entry);
   res.once('close', () => {
     state.entries.splice(state.entries.indexOf(entry), 1);
+    // After a `Connection: close` answer Node answers no later request (it may still parse one
+    // whose bytes followed), so none may go upstream; the socket's close closes them.
+    if ((res as NodeResponse)._last) state.last = true;
     // A destroyed socket is closing every queued response (closeQueued): none may start.
-    if (!socket.destroyed) advance(state);
+    if (!socket.destroyed && !state.last) advance(state);
   });
-  if (state.entries.length === 1) dispatch(req, res);
+  if (state.entries.length === 1 && !state.last) dispatch(req, res);
 }
 
 /** Responses on `socket` not closed yet. */
@@ -56,7 +62,7 @@ export function whenIdle(socket: Duplex, fn: () => void): void {
 function connectionState(socket: OrderedSocket): ConnectionState {
   let state = socket[STATE];
   if (!state) {
-    state = socket[STATE] = { entries: [], idle: [] };
+    state = socket[STATE] = { entries: [], idle: [], last: false };
     socket.once('close', closeQueued); // one listener per connection, not per request
   }
   return state;
