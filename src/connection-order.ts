@@ -26,14 +26,19 @@ interface ConnectionState {
 }
 
 const STATE = Symbol('b2b-sidecar.connection-order');
-type OrderedSocket = Duplex & { [STATE]?: ConnectionState };
 /** `_last`: Node sent `Connection: close` with this response and ends the socket after it. */
 type NodeResponse = ServerResponse & { _closed?: boolean; _last?: boolean };
+/** `_httpMessage`: the response that holds the socket now (Node's own answers included). */
+type OrderedSocket = Duplex & { [STATE]?: ConnectionState; _httpMessage?: NodeResponse | null };
 
 /** Queues `req` behind the earlier requests of its connection; `dispatch` runs when it is first in line. */
 export function admitInOrder(req: IncomingMessage, res: ServerResponse, dispatch: Entry['dispatch']): void {
   const socket = req.socket as OrderedSocket;
   const state = connectionState(socket);
+  // Node answers some requests itself, outside the handler (400 for a missing Host, with
+  // `Connection: close`), then still parses and emits the pipelined request behind it, whose
+  // answer can never be sent: it must not go upstream.
+  if (socket._httpMessage?._last) state.last = true;
   const entry: Entry = { req, res, dispatch };
   state.entries.push(entry);
   res.once('close', () => {
@@ -55,8 +60,14 @@ export function pendingResponses(socket: Duplex): number {
 /** Runs `fn` once no response is pending on `socket` (at once when none is); never if the socket closes first. */
 export function whenIdle(socket: Duplex, fn: () => void): void {
   const state = connectionState(socket as OrderedSocket);
-  if (state.entries.length === 0) fn();
-  else state.idle.push(fn);
+  if (state.entries.length > 0) {
+    state.idle.push(fn);
+    return;
+  }
+  // An answer Node wrote itself (a 417 for an unknown Expect) may still hold the socket.
+  const current = (socket as OrderedSocket)._httpMessage;
+  if (current && !current._closed) current.once('close', () => socket.destroyed || whenIdle(socket, fn));
+  else fn();
 }
 
 function connectionState(socket: OrderedSocket): ConnectionState {
