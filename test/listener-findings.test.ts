@@ -146,6 +146,13 @@ for (const engine of ENGINES) {
         });
       }
 
+      it('never forwards a request pipelined behind the 400 Node itself answers for a missing Host', async () => {
+        reset();
+        const answer = await rawExchange(s.port, 'GET /lenient/no-host HTTP/1.1\r\nX-A: 1\r\n\r\nGET /lenient/behind HTTP/1.1\r\nHost: x\r\n\r\n');
+        assert.deepEqual(statuses(answer.text), [400]);
+        assert.deepEqual(up.seen.map((r) => r.url), [], 'a request whose answer can never be sent went upstream');
+      });
+
       it('accepts HTTP/1.0 and a chunked coding in any letter case', async () => {
         reset();
         const one = await rawExchange(s.port, 'GET /lenient/10 HTTP/1.0\r\n\r\n');
