@@ -10,10 +10,10 @@ import { ENGINES, startSidecar, startSimulator, waitReady, type Engine, type Run
 
 /**
  * Issue 12 §3: the proxy driven by the client stacks legacy hosts really run, as real processes
- * (curl, Python's http.client / urllib / requests, Java's HttpURLConnection and HttpClient, Node),
+ * (curl, wget, Python's http.client / urllib / requests, Java's HttpURLConnection and HttpClient, Node),
  * each request sent right after the service revoked every token: none may see the 401. A stack
  * that is not installed registers no test; the last test reports which ones ran. `.ci/run`
- * installs them (curl, python3-requests, default-jdk-headless).
+ * installs them (curl, wget, python3-requests, default-jdk-headless).
  */
 
 const CLIENTS = fileURLToPath(new URL('./clients/', import.meta.url));
@@ -179,6 +179,30 @@ for (const engine of ENGINES) {
       });
     }
 
+    if (installed('wget')) {
+      describe('wget', () => {
+        async function wget(args: string[]) {
+          const before = bench.presented();
+          bench.revoke();
+          const run = await runProcess('wget', ['-q', '--no-proxy', '-O', '-', '--content-on-error', ...args, `${bench.url}/pub/b2b/v1/echo/wget`]);
+          stacksRan.add('wget');
+          return { code: run.code, echo: JSON.parse(run.stdout || '{}') as { method?: string; bodyBytes?: number }, rejected: bench.presented() - before };
+        }
+        it('wget: GET succeeds right after a revocation', async () => {
+          const r = await wget([]);
+          assert.equal(r.code, 0, 'wget exits 0 only on a 2xx answer');
+          assert.equal(r.echo.method, 'GET');
+          assert.ok(r.rejected >= 1, 'the revoked token was rejected first (the replay healed it)');
+        });
+        it('wget: --post-data succeeds right after a revocation', async () => {
+          const r = await wget(['--post-data', BODY]);
+          assert.equal(r.code, 0, 'wget exits 0 only on a 2xx answer');
+          assert.deepEqual([r.echo.method, r.echo.bodyBytes], ['POST', BODY.length]);
+          assert.ok(r.rejected >= 1, 'the revoked token was rejected first (the replay healed it)');
+        });
+      });
+    }
+
     if (installed('python3')) {
       describe('python', () => {
         const hasRequests = runsOk('python3', ['-c', 'import requests']);
@@ -238,7 +262,7 @@ for (const engine of ENGINES) {
 }
 
 it('reports which client stacks ran (absent ones are installed by .ci/run)', () => {
-  const expected = ['node', ...['curl', 'python3', 'java'].filter(installed)];
+  const expected = ['node', ...['curl', 'wget', 'python3', 'java'].filter(installed)];
   const ran = [...stacksRan];
   process.stdout.write(`# client stacks ran: ${ran.join('; ')}\n`);
   assert.ok(ran.includes('node'), 'the Node stack always runs');
