@@ -5,7 +5,10 @@ import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import httpProxyCommon from 'http-proxy/lib/http-proxy/common.js';
 import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js';
+import { systemClock } from './clock.js';
+import { KeepAliveLearner } from './keep-alive-learner.js';
 import { trustContext } from './tls.js';
+import { markStaleConnectionFailure } from './upstream-retry.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
 import { streamBody } from './upstream-body.js';
 
@@ -18,6 +21,10 @@ httpProxyCommon.urlJoin = (base: string, path: string) => base + path;
 /** Framing for a streamed body of unknown length (Content-Length absent): chunked, never raw. */
 const CHUNKED = Object.freeze({ 'transfer-encoding': 'chunked' });
 
+/** When an agent socket was last released to the pool (clock ms). */
+const FREED_AT = Symbol('b2b-sidecar.freed-at');
+type PooledSocket = { [FREED_AT]?: number };
+
 /** The client response is ours to write; http-proxy only checks these two flags. */
 const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) as unknown as ServerResponse;
 
@@ -29,6 +36,8 @@ const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) 
 class Exchange extends EventEmitter {
   readonly socket = { destroyed: false };
   proxyReq: ClientRequest | undefined;
+  /** How long the pooled socket had been idle when this request took it; -1: a new socket. */
+  idleMs = -1;
   constructor(readonly method: string, readonly url: string, readonly headers: Record<string, string | string[]>) {
     super();
   }
@@ -46,15 +55,22 @@ class Exchange extends EventEmitter {
  */
 export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   const basePath = basePathOf(options.baseUrl);
+  const clock = options.clock ?? systemClock;
+  const tls = { ...(options.ca ? { secureContext: trustContext(options.ca) } : {}), rejectUnauthorized: true };
   const agent = new Agent({
     keepAlive: true,
     maxSockets: options.maxSockets,
     maxFreeSockets: options.maxSockets,
     timeout: options.keepAliveTimeoutMs,
     scheduling: 'lifo',
-    ...(options.ca ? { secureContext: trustContext(options.ca) } : {}),
-    rejectUnauthorized: true,
+    ...tls,
   });
+  // Retries after a stale keep-alive socket get a connection of their own.
+  const freshAgent = new Agent({ keepAlive: false, maxSockets: options.maxSockets, ...tls });
+  agent.on('free', (socket: PooledSocket) => void (socket[FREED_AT] = clock.now()));
+  // Node's agent reads `options.timeout` each time a socket goes back to the pool.
+  const agentOptions = (agent as unknown as { options: { timeout: number } }).options;
+  const learner = new KeepAliveLearner(options.keepAliveTimeoutMs, (ms) => void (agentOptions.timeout = ms), options.logger);
   const proxy = httpProxy.createProxyServer({
     target: options.baseUrl.href,
     agent,
@@ -81,6 +97,9 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
     const exchange = req as unknown as Exchange;
     exchange.proxyReq = proxyReq;
+    proxyReq.once('socket', (socket: PooledSocket) => {
+      if (proxyReq.reusedSocket && socket[FREED_AT] !== undefined) exchange.idleMs = clock.now() - socket[FREED_AT];
+    });
     exchange.emit('upstream', proxyReq);
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
@@ -91,10 +110,17 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     send(request) {
       return new Promise<UpstreamResponse>((resolve, reject) => {
         const exchange = new Exchange(request.method, basePath + request.path, request.headers);
+        const body = request.body;
+        const upload = body !== undefined && !Buffer.isBuffer(body) ? body : undefined;
         let settled = false;
         const finish = (err: Error | undefined, response?: UpstreamResponse) => {
           if (settled) return;
           settled = true;
+          // Before any response byte on a socket that had carried one: the keep-alive race.
+          if (err && exchange.idleMs >= 0) {
+            markStaleConnectionFailure(err);
+            learner.staleAfterIdle(exchange.idleMs);
+          }
           clearTimeout(deadline);
           request.signal.offAbort(onAbort);
           if (err) reject(err);
@@ -113,8 +139,8 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
         // A streamed upload counts from its end: a slow client is not the service's delay (the
         // listener's requestTimeoutMs bounds the client).
         let deadline: ReturnType<typeof setTimeout> | undefined;
-        if (request.body === undefined || Buffer.isBuffer(request.body)) deadline = armDeadline();
-        else request.body.once('end', () => { if (!settled) deadline = armDeadline(); });
+        if (!upload) deadline = armDeadline();
+        else upload.once('end', () => { if (!settled) deadline = armDeadline(); });
         if (request.signal.aborted) return onAbort();
         request.signal.onAbort(onAbort);
         exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
@@ -125,17 +151,29 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           socket.on('timeout', stalled);
           proxyRes.once('close', () => {
             socket.off('timeout', stalled);
-            socket.setTimeout(options.keepAliveTimeoutMs);
+            socket.setTimeout(learner.timeoutMs);
           });
+          // The service answered before reading the whole upload: the piping would stall and the
+          // socket stay assigned for good, so after maxSockets of these every request waits
+          // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
+          const proxyReq = exchange.proxyReq;
+          if (proxyReq && upload) {
+            proxyRes.once('end', () => {
+              if (proxyReq.writableFinished) return;
+              upload.unpipe(proxyReq);
+              proxyReq.destroy();
+              upload.resume();
+            });
+          }
           finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
         });
         // Explicit framing for every body: Node's client sends a DELETE/OPTIONS body without
         // Content-Length or chunked framing as raw bytes, which the upstream reads as a new request.
-        const body = request.body;
-        let web: { buffer: Readable; headers?: Record<string, string> };
+        let web: { buffer: Readable; headers?: Record<string, string>; agent?: Agent };
         if (body === undefined) web = { buffer: Readable.from([]) };
         else if (Buffer.isBuffer(body)) web = { buffer: Readable.from([body]), headers: { 'content-length': String(body.length) } };
         else web = request.headers['content-length'] === undefined ? { buffer: body, headers: CHUNKED } : { buffer: body };
+        if (request.fresh) web.agent = freshAgent;
         proxy.web(
           exchange as unknown as IncomingMessage,
           RESPONSE_STANDIN, // with selfHandleResponse only `headersSent`/`finished` are read
@@ -147,6 +185,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     async close() {
       proxy.close();
       agent.destroy();
+      freshAgent.destroy();
     },
   };
 }

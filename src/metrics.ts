@@ -1,5 +1,7 @@
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
+import type { CaptureDropReason } from './replay-body.js';
+import type { RetryReason } from './upstream-retry.js';
 
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';
@@ -18,10 +20,22 @@ export interface Metrics {
   /** Called once per proxied request when response headers are known (hot path: no allocation after warm-up). */
   responseStarted(route: RouteName, method: string, code: number, seconds: number): void;
   requestEnded(): void;
+  /** A request sent again on a fresh connection after a stale keep-alive connection failed (issue 16). */
+  upstreamRetried(reason: RetryReason): void;
+  /** A request body's replay copy was given up: over the per-request limit or the shared budget. */
+  replayCaptureDropped(reason: CaptureDropReason): void;
+}
+
+/** State read at scrape time besides the token's. */
+export interface ScrapeGauges {
+  /** Bytes of request bodies held for replay right now. */
+  replayHeldBytes(): number;
 }
 
 const PREFIX = 'b2b_sidecar_';
 const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
+const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
+const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
 /** Anything else becomes OTHER, so a client inventing methods cannot create series (PITFALLS 25). */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'] as const;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
@@ -40,7 +54,7 @@ export function createRegistry(): Registry {
  * metrics on `registry`. Call once per registry; a second call throws instead of silently
  * double-registering (PITFALLS 24).
  */
-export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges): Metrics {
+export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0 }): Metrics {
   if (registry.getSingleMetric(`${PREFIX}token_valid`)) {
     throw new Error('createMetrics: this registry already holds the sidecar metrics; build one registry per sidecar');
   }
@@ -88,6 +102,21 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     name: `${PREFIX}inflight_requests`, help: 'Proxied requests in progress.', registers,
   });
 
+  const retries = new Counter({
+    name: `${PREFIX}upstream_retries_total`, help: 'Requests sent again on a fresh connection after a reused keep-alive connection to the service failed before any answer, by failure.',
+    labelNames: ['reason'] as const, registers,
+  });
+  for (const reason of RETRY_REASONS) retries.labels(reason).inc(0);
+  const replayDropped = new Counter({
+    name: `${PREFIX}replay_capture_dropped_total`, help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit) or proxy.replayBufferTotalBytes full (global_limit).',
+    labelNames: ['reason'] as const, registers,
+  });
+  for (const reason of DROP_REASONS) replayDropped.labels(reason).inc(0);
+  new Gauge({
+    name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,
+    collect() { this.set(scrape.replayHeldBytes()); },
+  });
+
   type Children = { count: { inc(): void }; duration: { observe(v: number): void } };
   // Keyed by a number built from the three normalised labels: no string or label object per call.
   const children = new Map<number, Children>();
@@ -101,6 +130,8 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     guardDenied: () => guardDenied.inc(),
     requestStarted: () => inflight.inc(),
     requestEnded: () => inflight.dec(),
+    upstreamRetried: (reason) => retries.labels(reason).inc(),
+    replayCaptureDropped: (reason) => replayDropped.labels(reason).inc(),
     responseStarted(route, method, code, seconds) {
       const routeIndex = route === 'localization' ? 1 : 0;
       const methodIndex = METHOD_INDEX.get(method) ?? OTHER_METHOD;

@@ -15,6 +15,7 @@ import { createMetrics, createRegistry, type Metrics } from './metrics.js';
 import { createProxyEngine } from './create-engine.js';
 import { createProxyHandler, type ProxyRoute } from './proxy-handler.js';
 import { createListener, type Listener } from './proxy-server.js';
+import { ReplayBudget } from './replay-body.js';
 import type { SecretSet } from './secrets.js';
 import { loadTrustedCas } from './tls.js';
 import { createTokenClient, type TokenClient } from './token-client.js';
@@ -105,7 +106,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
-    const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false });
+    const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
+    const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
     const serviceCa = loadTrustedCas(config.service.caFile);
     credentials = await createCredentialStore(config.credentials, { logger, secrets });
     stops.push(() => credentials?.close());
@@ -124,7 +126,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const headersTimeoutMs = config.proxy.timeoutMs ?? config.service.timeoutMs;
     const engineOptions = {
       maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
-      headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs,
+      headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs, clock, logger,
     };
     const serviceEngine = await createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
     stops.push(() => serviceEngine.close());
@@ -149,7 +151,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
 
     const handler = createProxyHandler({
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
-      replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, logRequests: config.log.requests,
+      replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
     });
     listener = createListener(handler, config.proxy, logger);
     const adminGuard = compileIpGuard(config.admin.allow);
