@@ -118,7 +118,7 @@ export const ConfigSchema = Type.Object(
         replayBodyLimitBytes: Type.Integer({ minimum: 0, default: 1048576, description: 'Request bodies up to this size (Content-Length or chunked) are streamed upstream with a copy kept, so the request can be sent once more after an upstream 401 or a stale connection; larger ones get the 401 passed back. 0 turns the copy off.' }),
         replayBufferTotalBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'Most bytes held for replays across all requests in flight; a request that would exceed it loses its replay (b2b_sidecar_replay_buffer_bytes).' }),
         maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
-        keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own).' }),
+        keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own; lowered automatically when the service is seen closing idle connections sooner, see Reliability).' }),
         requestTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 300000, description: 'Longest time a client may take to send a whole request to the listener.' }),
         headersTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
         maxHeaderBytes: Type.Integer({ minimum: 1024, maximum: 1048576, default: 16384, description: 'Largest request header block accepted (→ 431).' }),

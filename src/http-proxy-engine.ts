@@ -97,9 +97,9 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
     const exchange = req as unknown as Exchange;
     exchange.proxyReq = proxyReq;
-    proxyReq.once('socket', (socket: PooledSocket) => {
-      if (proxyReq.reusedSocket && socket[FREED_AT] !== undefined) exchange.idleMs = clock.now() - socket[FREED_AT];
-    });
+    // http-proxy emits proxyReq from the request's 'socket' event: the socket is assigned.
+    const freedAt = (proxyReq.socket as PooledSocket | null)?.[FREED_AT];
+    if (proxyReq.reusedSocket && freedAt !== undefined) exchange.idleMs = clock.now() - freedAt;
     exchange.emit('upstream', proxyReq);
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
@@ -149,10 +149,9 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
           socket.setTimeout(options.bodyTimeoutMs);
           socket.on('timeout', stalled);
-          proxyRes.once('close', () => {
-            socket.off('timeout', stalled);
-            socket.setTimeout(learner.timeoutMs);
-          });
+          // The agent has set the socket's idle timeout again by now (it does when the response
+          // ends, from its options and the service's Keep-Alive hint): only our listener goes.
+          proxyRes.once('close', () => socket.off('timeout', stalled));
           // The service answered before reading the whole upload: the piping would stall and the
           // socket stay assigned for good, so after maxSockets of these every request waits
           // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
