@@ -77,7 +77,7 @@ describe('Weblate answers from its own sources (fixtures)', () => {
   });
 
   for (const shape of SHAPES) {
-    it(`reads ${shape.file} through the client and summarises it`, async () => {
+    it(`reads ${shape.file} through the client and summarises it (regression: "component.project.source_language is missing")`, async () => {
       const path = shape.path ?? CS_PATH;
       const ref = parseTranslationRef(shape.ref ?? 'hello/weblate/cs');
       await withServer({ [path]: ok(shape.file) }, async (client, seen) => {
@@ -168,7 +168,7 @@ describe('Weblate answers from its own sources (fixtures)', () => {
   });
 });
 
-describe('Weblate serializer field lists (2.x … 2026)', () => {
+describe('Weblate serializer field lists, 2.x … 2026 (PITFALLS 31: validate only what you read)', () => {
   interface Version {
     label: string; sourceLanguageOn: 'project' | 'component';
     LanguageSerializer: string[]; ProjectSerializer: string[]; ComponentSerializer: string[];
@@ -229,9 +229,9 @@ describe('Weblate error answers, both shapes (fixtures)', () => {
 
   for (const shape of ['drf', 'standardized']) {
     it(`maps the ${shape} error shape of 401, 403, 404, 429 and 500 to typed errors with the server's reason`, async () => {
-      const routes = Object.fromEntries(Object.keys(EXPECTED).map((status) => [
+      const routes: Record<string, Answer> = Object.fromEntries(Object.keys(EXPECTED).map((status): [string, Answer] => [
         `/api/translations/hello/weblate/s${status}/`,
-        { status: Number(status), body: fixture(`errors/${shape}-${status}.json`), headers: status === '429' ? { 'retry-after': '3600' } : {} },
+        { status: Number(status), body: fixture(`errors/${shape}-${status}.json`), headers: status === '429' ? { 'retry-after': '3600' } : {} } as Answer,
       ]));
       await withServer(routes, async (client) => {
         for (const [status, want] of Object.entries(EXPECTED)) {
