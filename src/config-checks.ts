@@ -2,6 +2,7 @@ import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isRecord, schemaAt, walkProperties, type ConfigPath } from './config-walk.js';
 import { parseStrictCidr } from './ip-guard.js';
+import { formatTranslationRef, parseTranslationRef } from './localization/translation-ref.js';
 
 /** Records one problem at a config path; the caller formats it with the key's env var. */
 export type Report = (path: ConfigPath, reason: string) => void;
@@ -15,7 +16,6 @@ const FORBIDDEN_HEADERS = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
   'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
 ]);
-const SLUG = /^[A-Za-z0-9_.-]+$/;
 /** Values sent in a header (ApiKey, the localization token): visible ASCII, or `setHeader` throws (PITFALLS 14). */
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
@@ -213,13 +213,16 @@ function checkWatch(list: unknown, report: Report): void {
   const seen = new Set<string>();
   list.forEach((entry, i) => {
     if (typeof entry !== 'string') return;
-    const parts = entry.split('/');
-    if (parts.length !== 3 || parts.some((p) => !SLUG.test(p) || p === '.' || p === '..')) {
-      report(['localization', 'watch', i], `"${entry}" must be project/component/language, each part of A-Z a-z 0-9 _ . - and not . or ..`);
-    } else if (seen.has(entry)) {
-      report(['localization', 'watch', i], `"${entry}" is listed twice`);
+    let key: string;
+    try {
+      // Same parser as the poller: category paths and the %2F form are accepted, anything else is not.
+      key = formatTranslationRef(parseTranslationRef(entry));
+    } catch (err) {
+      report(['localization', 'watch', i], `"${entry}": ${(err as Error).message.replace(/^invalid translation reference: /, '')}`);
+      return;
     }
-    seen.add(entry);
+    if (seen.has(key)) report(['localization', 'watch', i], `"${entry}" is listed twice`);
+    seen.add(key);
   });
 }
 

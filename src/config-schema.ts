@@ -59,7 +59,7 @@ export const LocalizationSchema = Type.Object(
     token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', ...env('B2B_L10N_TOKEN'), ...secret })),
     tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE') })),
     pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
-    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/component/language) exported as metrics.' }),
+    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/[category/]component/language) exported as metrics.' }),
     pollIntervalSeconds: Type.Number({ ...seconds, minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
     timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
   },

@@ -30,6 +30,8 @@ export interface ProxyRoute {
   stripHeaders: ReadonlySet<string>;
   stripQuery: ReadonlySet<string>;
   stripCookies: ReadonlySet<string>;
+  /** Maps a response's `Location` (e.g. an upstream redirect) back under this route. */
+  rewriteLocation?(location: string): string;
 }
 
 /** The metric hooks the proxy calls (see metrics.ts). */
@@ -233,7 +235,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   function writeResponse(route: ProxyRoute, req: IncomingMessage, res: ServerResponse, upstream: UpstreamResponse, started: number): void {
     const seconds = (clock.now() - started) / 1000;
     try {
-      res.writeHead(upstream.status, responseHeaders(upstream.headers));
+      res.writeHead(upstream.status, responseHeaders(upstream.headers, route.rewriteLocation));
     } catch (err) {
       // A header value Node refuses to send (e.g. a control character): answered as a 502.
       upstream.body.destroy();
@@ -283,7 +285,7 @@ function outgoingHeaders(req: IncomingMessage, route: ProxyRoute, credentials: R
   return out;
 }
 
-function responseHeaders(headers: UpstreamResponse['headers']): Record<string, string | string[]> {
+function responseHeaders(headers: UpstreamResponse['headers'], rewriteLocation?: (location: string) => string): Record<string, string | string[]> {
   const nominated = connectionNominated(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
@@ -291,6 +293,7 @@ function responseHeaders(headers: UpstreamResponse['headers']): Record<string, s
     if (value === undefined || STRIPPED_RESPONSE_HEADERS.has(name) || nominated?.has(name)) continue;
     out[name] = value;
   }
+  if (rewriteLocation && typeof out.location === 'string') out.location = rewriteLocation(out.location);
   return out;
 }
 
