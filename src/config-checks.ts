@@ -145,7 +145,7 @@ function checkSecretValue(value: unknown, path: ConfigPath, carrier: CredentialC
 
 /**
  * A listener address must be an IP address or a host name: `[::1]` (URL syntax) and `host:port`
- * fail at bind time. Whether a name resolves is checked by `checkHostsResolve` (asynchronous).
+ * fail at bind time. Whether a name resolves is checked by `hostProblems` (config-hosts.ts, asynchronous).
  */
 function checkHost(host: unknown, path: ConfigPath, report: Report): void {
   if (typeof host !== 'string' || host === '') return;
