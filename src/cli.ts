@@ -64,9 +64,16 @@ function port(value: string): number {
   return n;
 }
 
-function positive(value: string): number {
+/** Whole seconds: aliveSecondsTtl is an integer (int64) in the API description. */
+function positiveInteger(value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
+  if (value.trim() === '' || !Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a whole number of seconds above 0');
+  return n;
+}
+
+function nonNegative(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('must be a number of milliseconds, 0 or more');
   return n;
 }
 
@@ -89,17 +96,17 @@ program.command('run').description('run the sidecar in the foreground (JSON logs
 program.command('demo').description('start a simulated service with a sidecar in front of it and print curl lines to try')
   .option('--port <n>', 'proxy listener port (default: a free one)', port)
   .option('--admin-port <n>', 'admin listener port (default: a free one)', port)
-  .option('--ttl <seconds>', 'token lifetime the simulated service grants', positive, 60)
+  .option('--ttl <seconds>', 'token lifetime the simulated service grants', positiveInteger, 60)
   .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = commands.demo().then((f) => { tuneV8ForServing(); return f(o, io); }); });
 program.command('simulate').description('run the simulated B2B service alone, for integration tests')
   .option('--port <n>', 'listen port', port, 8443)
   .option('--host <address>', 'listen address', '127.0.0.1')
-  .option('--ttl <seconds>', 'aliveSecondsTtl of issued tokens', positive, 900)
+  .option('--ttl <seconds>', 'aliveSecondsTtl of issued tokens', positiveInteger, 900)
   .option('--api-key <key>', 'expected ApiKey', 'demo-api-key')
   .option('--password <password>', 'expected password', 'demo-password')
   .option('--allow <cidr>', 'allowed client address or CIDR (repeatable; default: any)', collect)
   .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
-  .option('--latency-ms <ms>', 'latency added to every answer', (v) => Number(v))
+  .option('--latency-ms <ms>', 'latency added to every answer', nonNegative)
   .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => f(o, io)); });
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())

@@ -14,6 +14,11 @@ const secret = { 'x-secret': true };
 const millis = { maximum: MAX_TIMER_MS };
 /** Seconds settings become timers in ms. */
 const seconds = { maximum: Math.floor(MAX_TIMER_MS / 1000) };
+/**
+ * Largest replay buffer: bodies up to the limit are held in memory, per request (issue 13: with
+ * 10^12 accepted, one 200 MB POST took the process from 63 MB to 847 MB).
+ */
+const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
 /** The API requires a renewal at least every 15 minutes (its description, sections 5 and 8). */
 const MAX_TOKEN_LIFETIME_SECONDS = 900;
 
@@ -37,7 +42,7 @@ export const AttachmentSchema = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.' }),
     value: Type.String({
       maxLength: 8192,
-      description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values.',
+      description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values. At least one entry must carry {token}.',
     }),
   },
   { additionalProperties: false },
@@ -115,7 +120,7 @@ export const ConfigSchema = Type.Object(
         }),
         timeoutMs: Type.Optional(Type.Integer({ ...millis, minimum: 100, description: 'Overrides service.timeoutMs for proxied requests (same meaning), in milliseconds (→ 504).' })),
         idleTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 60000, description: 'Longest silence while a response body streams, and longest a client may stop reading one, before the exchange is cut, in milliseconds.' }),
-        replayBodyLimitBytes: Type.Integer({ minimum: 0, default: 1048576, description: 'Request bodies up to this size (Content-Length or chunked) are streamed upstream with a copy kept, so the request can be sent once more after an upstream 401 or a stale connection; larger ones get the 401 passed back. 0 turns the copy off.' }),
+        replayBodyLimitBytes: Type.Integer({ minimum: 0, maximum: MAX_REPLAY_BODY_BYTES, default: 1048576, description: 'Request bodies up to this size (at most 64 MiB; Content-Length or chunked) are streamed upstream with a copy kept, so the request can be sent once more after an upstream 401 or a stale connection; larger ones get the 401 passed back. 0 turns the copy off.' }),
         replayBufferTotalBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'Most bytes held for replays across all requests in flight; a request that would exceed it loses its replay (b2b_sidecar_replay_buffer_bytes).' }),
         maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
         keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own; lowered automatically when the service is seen closing idle connections sooner, see Reliability).' }),
@@ -129,7 +134,8 @@ export const ConfigSchema = Type.Object(
     guard: Type.Object(
       {
         allow: Cidrs(['127.0.0.1/32', '::1/128'], 'Source addresses or CIDRs allowed to use the proxy listener; everything else gets 403.'),
-        trustedProxies: Cidrs([], 'Direct peers whose X-Forwarded-For is believed (rightmost untrusted address wins).'),
+        trustedProxies: Cidrs([], 'Direct peers whose X-Forwarded-For is believed (rightmost untrusted address wins). Only proxies: any other client in these ranges can pick its own source address.'),
+        allowAnyone: Type.Boolean({ default: false, description: 'Permit allow or trustedProxies entries that cover everyone (0.0.0.0/0, ::/0, IPv4 shorter than /8, IPv6 shorter than /16): anyone who can reach the listener then acts as the integrator. Logged as a warning at start.' }),
       },
       { additionalProperties: false, default: {} },
     ),

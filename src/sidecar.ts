@@ -9,7 +9,9 @@ import type { Config } from './config-schema.js';
 import { tokenCredentials } from './credential-source.js';
 import { createCredentialStore, type CredentialStore } from './credentials.js';
 import { StoppedDuringStartError } from './errors.js';
+import { configWarnings } from './config-warnings.js';
 import { compileIpGuard } from './ip-guard.js';
+import { ListenError } from './listen-error.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createMetrics, createRegistry, type Metrics } from './metrics.js';
 import { createProxyEngine } from './create-engine.js';
@@ -18,7 +20,7 @@ import { createListener, type Listener } from './proxy-server.js';
 import { ReplayBudget } from './replay-body.js';
 import type { SecretSet } from './secrets.js';
 import { loadTrustedCas } from './tls.js';
-import { createTokenClient, type TokenClient } from './token-client.js';
+import { createTokenClient, gentokenUrl, type TokenClient } from './token-client.js';
 import { TokenManager } from './token-manager.js';
 
 export interface SidecarDeps {
@@ -164,11 +166,15 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     admin.requestTimeout = 30_000;
     // Registered before listening: a stop() racing the bind still closes the server.
     stops.push(() => closeServer(admin));
-    const adminPort = await listen(admin, config.admin.host, config.admin.port);
+    const adminPort = await listen(admin, config.admin.host, config.admin.port).catch((err: unknown) => {
+      throw new ListenError('admin', config.admin.host, config.admin.port, err);
+    });
     alive();
     const proxyListener = listener;
     stops.push(() => proxyListener.close(0));
-    const port = await listener.listen(config.listen.host, config.listen.port);
+    const port = await listener.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
+      throw new ListenError('proxy', config.listen.host, config.listen.port, err);
+    });
     alive();
 
     phase = 'started';
@@ -176,9 +182,10 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     credentials.watch(() => void reloadCredentials());
     logger.info('sidecar started', {
       listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
-      service: new URL(config.service.baseUrl).origin, engine: config.proxy.engine,
+      service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(config.service.baseUrl), engine: config.proxy.engine,
       localization: l10n ? new URL(l10n.baseUrl).origin : undefined,
     });
+    for (const warning of configWarnings(config)) logger.warn(warning.message, warning.fields);
     return { port, adminPort };
   }
 
