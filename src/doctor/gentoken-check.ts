@@ -4,6 +4,7 @@ import type { DoctorStep } from './doctor-report.js';
 
 /** The path users paste into baseUrl by mistake; gentoken then lives at …/pub/b2b/v1/pub/b2b/v1/…. */
 const API_PATH = /\/pub\/b2b\/v1\/?$/;
+const REMOVE_API_PATH = 'service.baseUrl must be the API root, without /pub/b2b/v1 (the sidecar adds it): remove /pub/b2b/v1 from it';
 
 /**
  * One gentoken call with the production client. Resolves with the step and, when it passed, the
@@ -21,11 +22,15 @@ export async function checkGentoken(client: TokenClient, credentials: Credential
 }
 
 function describe(err: unknown, url: string, baseUrl: string): { detail: string; hint: string; status?: number } {
+  const doubled = API_PATH.test(new URL(baseUrl).pathname);
   if (err instanceof TokenUnauthorizedError) {
     return {
       status: 401,
       detail: `POST ${url} → 401: ${err.serverMessage}`,
-      hint: 'the service rejected credentials.apiKey or credentials.password (or this machine\'s address): check them with the support team',
+      // A service that checks the token before routing answers 401 for the doubled path too.
+      hint: doubled
+        ? REMOVE_API_PATH
+        : 'the service rejected credentials.apiKey or credentials.password (or this machine\'s address): check them with the support team',
     };
   }
   if (err instanceof InvalidResponseError) {
@@ -40,8 +45,8 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
     return {
       status,
       detail: `POST ${url} → 404`,
-      hint: API_PATH.test(new URL(baseUrl).pathname)
-        ? 'service.baseUrl must be the API root, without /pub/b2b/v1 (the sidecar adds it): remove /pub/b2b/v1 from it'
+      hint: doubled
+        ? REMOVE_API_PATH
         : 'service.baseUrl must be the API root, without /pub/b2b/v1: gentoken is not at this address; check it with the support team',
     };
   }

@@ -18,8 +18,8 @@ export interface TokenPresentation {
 /** Today's default, what the sidecar attaches by default: `Authorization: Bearer <token>` plus `ApiKey`. */
 export const DEFAULT_PRESENTATION: TokenPresentation = { in: 'header', name: 'authorization', scheme: 'Bearer', requireApiKey: true };
 
-/** RFC 9110 token characters: header names and auth schemes. */
-const TOKEN_CHARS = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** RFC 9110 token characters (header names, auth schemes) except `+`, which starts the `+apikey` suffix. */
+const TOKEN_CHARS = /^[!#$%&'*.^_`|~0-9A-Za-z-]+$/;
 const QUERY_NAME = /^[A-Za-z0-9_.~-]+$/;
 export const TOKEN_IN_SYNTAX = 'header:NAME[:SCHEME][+apikey] or query:NAME[+apikey]';
 
