@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -207,6 +208,23 @@ describe('doctor: connect step', () => {
     const out = await doctor({ config: configFile({ baseUrl: 'https://nonexistent.invalid' }) });
     assert.equal(out.code, 1);
     assert.match(line(out.lines, 'connect'), /^✗ connect: DNS lookup of nonexistent\.invalid failed \(\w+\) — hint: check the host name in service\.baseUrl/);
+  });
+
+  it('a plain-HTTP port: TLS handshake failed over https://, no TLS step with allowInsecureHttp', async (t) => {
+    const server = createHttpServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(req.url === '/pub/b2b/v1/auth/gentoken' ? JSON.stringify({ token: 'plain-token-1234', refreshToken: null, aliveSecondsTtl: 60 }) : '{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+    const { port } = server.address() as { port: number };
+    const tlsToPlain = await doctor({ config: configFile({ baseUrl: `https://127.0.0.1:${port}` }) });
+    assert.equal(tlsToPlain.code, 1);
+    assert.match(line(tlsToPlain.lines, 'connect'), /port \d+ open; TLS handshake failed \(\w+\) — hint: the port may not speak TLS/);
+    const plain = await doctor({ config: configFile({ baseUrl: `http://127.0.0.1:${port}`, allowInsecureHttp: true }), probe: '/x' });
+    assert.equal(plain.code, 0, plain.stdout);
+    assert.match(line(plain.lines, 'connect'), /^✓ connect: TCP 127\.0\.0\.1 port \d+ open; no TLS \(http:\/\/, service\.allowInsecureHttp\)$/);
+    assertNoSecrets(plain.stdout, 'plain-token-1234');
   });
 
   it('a port nobody listens on: TCP refused', async () => {

@@ -57,7 +57,8 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   if (!('config' in loaded)) return finish(loaded.code);
   const { config, store } = loaded;
   try {
-    return finish(await diagnose(config, store, args, steps, secrets));
+    await diagnose(config, store, args, steps, secrets);
+    return finish();
   } finally {
     store.close();
   }
@@ -83,25 +84,25 @@ async function loadEverything(path: string | undefined, io: CommandIo, secrets: 
   }
 }
 
-/** Steps 2 to 5; pushes each onto `steps`. Returns undefined to let `finish` judge. */
-async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs, steps: DoctorStep[], secrets: SecretSet): Promise<undefined> {
+/** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
+async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs, steps: DoctorStep[], secrets: SecretSet): Promise<void> {
   const url = new URL(config.service.baseUrl);
   let ca: string[] | undefined;
   try {
     ca = loadTrustedCas(config.service.caFile);
   } catch (err) {
     steps.push({ step: 'connect', ok: false, detail: `service.caFile cannot be used: ${(err as Error).message}`, hint: 'set service.caFile to a readable PEM file holding the CA certificate' });
-    return undefined;
+    return;
   }
   const connect = await checkConnection({ url, ca, caFile: config.service.caFile, timeoutMs: config.service.tokenTimeoutMs });
   steps.push(connect);
-  if (!connect.ok) return undefined;
+  if (!connect.ok) return;
 
   const client = createTokenClient({ baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs });
   const credentials = store.current();
   const gentoken = await checkGentoken(client, credentials, config.service.baseUrl).finally(() => client.close());
   steps.push(gentoken.step);
-  if (!gentoken.result || args.probe === undefined) return undefined;
+  if (!gentoken.result || args.probe === undefined) return;
   secrets.addToken(gentoken.result.token);
 
   const engine = createUndiciEngine({
@@ -126,5 +127,4 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
   } finally {
     await engine.close();
   }
-  return undefined;
 }

@@ -150,8 +150,9 @@ function handshakeTls(socket: Socket, host: string, ca: string[] | undefined, ti
 
 /** `CN=ca1, O=Joyent`: enough to recognise a CA without dumping the whole subject. */
 function describeName(name: PeerCertificate['issuer'] | undefined): string {
-  const parts = ['CN', 'O'].flatMap((k) => {
-    const v = (name as unknown as Record<string, string | string[] | undefined> | undefined)?.[k];
+  const parts = (['CN', 'O'] as const).flatMap((k) => {
+    // Typed as a string, but Node gives an array for an attribute that occurs more than once.
+    const v: string | string[] | undefined = name?.[k];
     return v === undefined ? [] : [`${k}=${Array.isArray(v) ? v.join('+') : v}`];
   });
   return parts.length ? parts.join(', ') : 'unknown';
