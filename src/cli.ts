@@ -13,6 +13,7 @@ const commands = {
   token: () => import('./commands/token.js').then((m) => m.tokenCommand),
   checkConfig: () => import('./commands/check-config.js').then((m) => m.checkConfigCommand),
   translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
+  doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
 };
 
 /**
@@ -107,6 +108,7 @@ program.command('simulate').description('run the simulated B2B service alone, fo
   .option('--allow <cidr>', 'allowed client address or CIDR (repeatable; default: any)', collect)
   .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
   .option('--latency-ms <ms>', 'latency added to every answer', nonNegative)
+  .option('--token-in <presentation>', 'the one way protected operations accept the token: header:NAME[:SCHEME][+apikey] or query:NAME[+apikey] (default: header:Authorization:Bearer+apikey)')
   .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => f(o, io)); });
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())
@@ -115,6 +117,12 @@ program.command('token').description('obtain one token and print it')
 program.command('check-config').description('validate the configuration and print it with secrets redacted')
   .addOption(configOption())
   .action((o: { config?: string }) => { result = commands.checkConfig().then((f) => f(o, io)); });
+program.command('doctor').description('diagnose the set-up step by step: config, connection, gentoken, and optionally a probe and how the token must be attached')
+  .addOption(configOption())
+  .option('--json', 'print the steps as a JSON array')
+  .option('--probe <path>', 'a harmless GET path under service.baseUrl to try with the token attached (e.g. an object lookup)')
+  .option('--discover-attach', 'try the common token presentations on the probe path and print the token.attach block to paste')
+  .action((o: import('./commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')
   .addOption(configOption())

@@ -43,6 +43,8 @@ describe('module footprint of `run`', () => {
     for (const name of unwanted) {
       assert.ok(!sources.some((f) => f.includes(`node_modules/${name}`)), `${name} is bundled into the run command's chunks`);
     }
+    // Diagnostics are for the first hour, not for every start.
+    assert.ok(!sources.some((f) => /src\/(doctor\/|commands\/doctor)/.test(f)), 'the doctor command is bundled into the run command\'s chunks');
   });
 });
 
