@@ -136,7 +136,8 @@ describe('doctor: config step', () => {
     assert.equal(out.steps[0]!.ok, false);
     const check = captureIo({});
     assert.equal(await checkConfigCommand({ config: file }, check.io), 2);
-    const listed = check.stderr().split('\n').slice(1).map((l) => l.trim()).filter(Boolean);
+    // check-config lists each problem as a `  - ` line, as run does.
+    const listed = check.stderr().split('\n').slice(1).map((l) => l.trim().replace(/^- /, '')).filter(Boolean);
     assert.deepEqual(out.steps[0]!.problems, listed);
     assertNoSecrets(out.stdout);
   });
@@ -149,7 +150,7 @@ describe('doctor: config step', () => {
     const out = await doctor({ config: file });
     assert.equal(out.code, 2);
     assert.match(out.lines[0]!, /^✗ config: /);
-    assert.match(out.stdout, /credentials\.passwordFile \(B2B_PASSWORD_FILE\): .* is empty/);
+    assert.match(out.stdout, /credentials\.passwordFile \(B2B_PASSWORD_FILE\): .* holds only whitespace/);
   });
 
   it('refuses --discover-attach without --probe, and a probe that is not a path, with exit 2', async () => {
