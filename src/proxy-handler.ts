@@ -80,6 +80,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     metrics.requestStarted();
     const respond = (status: number, message: string, headers?: Record<string, string>) => {
       metrics.responseStarted(route.name, method, status, (clock.now() - started) / 1000);
+      metrics.localResponse(route.name, status);
       sendJson(res, status, message, headers);
     };
     const gone = new ClientGone();

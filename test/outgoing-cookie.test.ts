@@ -11,7 +11,7 @@ import { bufferedBody } from '../src/upstream-body.js';
 import { createCaptureLogger } from './helpers/capture-logger.js';
 import { send } from './helpers/stack.js';
 
-const NO_METRICS: ProxyMetrics = { requestStarted() {}, responseStarted() {}, requestEnded() {}, guardDenied() {}, upstreamUnauthorized() {} };
+const NO_METRICS: ProxyMetrics = { requestStarted() {}, responseStarted() {}, requestEnded() {}, guardDenied() {}, upstreamUnauthorized() {}, localResponse() {} };
 const CREDENTIALS: RouteCredentials = { prepared: { headers: [], query: '', cookie: 'sid=sidecar-token' }, generation: 1 };
 
 /** The proxy handler on one route whose token goes in the `sid` cookie; records what it sends. */

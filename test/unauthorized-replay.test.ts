@@ -11,7 +11,7 @@ import { bufferedBody } from '../src/upstream-body.js';
 import { createCaptureLogger } from './helpers/capture-logger.js';
 import { send } from './helpers/stack.js';
 
-const NO_METRICS: ProxyMetrics = { requestStarted() {}, responseStarted() {}, requestEnded() {}, guardDenied() {}, upstreamUnauthorized() {} };
+const NO_METRICS: ProxyMetrics = { requestStarted() {}, responseStarted() {}, requestEnded() {}, guardDenied() {}, upstreamUnauthorized() {}, localResponse() {} };
 
 const credentials = (token: string, generation: number): RouteCredentials => ({
   prepared: { headers: [['authorization', `Bearer ${token}`]], query: '', cookie: '' },
