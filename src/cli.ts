@@ -13,6 +13,7 @@ const commands = {
   token: () => import('./commands/token.js').then((m) => m.tokenCommand),
   checkConfig: () => import('./commands/check-config.js').then((m) => m.checkConfigCommand),
   translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
+  healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
 
 /**
@@ -113,6 +114,9 @@ program.command('translation').description('show one translation of the localiza
   .addOption(configOption())
   .option('--json', 'print the validated translation object')
   .action((ref: string, o: { config?: string; json?: boolean }) => { result = commands.translation().then((f) => f({ ref, ...o }, io)); });
+program.command('healthcheck').description('exit 0 when /healthz on the configured admin listener answers 200, else 1 (for a container HEALTHCHECK)')
+  .addOption(configOption())
+  .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
 try {
   program.parse(process.argv);
