@@ -85,8 +85,10 @@ printf 'HTTP %s: %s\n' "$code" "$(head -c 300 "$work/body")"
 
 step "node dist/cli.js healthcheck --config <the demo's config> (the image's HEALTHCHECK)"
 demo_config=$(sed -n 's/^  config: *//p' "$work/demo.out")
-[ -n "$demo_config" ] || fail "the demo printed no config line"
-node dist/cli.js healthcheck --config "$demo_config" || fail "healthcheck exited $? against the running demo"
+admin_port=$(sed -n 's|^  admin: *http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/demo.out")
+[ -n "$demo_config" ] && [ -n "$admin_port" ] || fail "the demo printed no config or admin line"
+# The demo's config asks for a free port (0); B2B_ADMIN_PORT names the one it got, as a container's env would.
+B2B_ADMIN_PORT=$admin_port node dist/cli.js healthcheck --config "$demo_config" || fail "healthcheck exited $? against the running demo"
 
 step "SIGTERM: graceful drain, exit 0"
 kill -TERM "$demo_pid"
