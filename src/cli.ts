@@ -14,6 +14,7 @@ const commands = {
   checkConfig: () => import('./commands/check-config.js').then((m) => m.checkConfigCommand),
   translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
   doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
+  healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
 
 /**
@@ -128,6 +129,9 @@ program.command('translation').description('show one translation of the localiza
   .addOption(configOption())
   .option('--json', 'print the validated translation object')
   .action((ref: string, o: { config?: string; json?: boolean }) => { result = commands.translation().then((f) => f({ ref, ...o }, io)); });
+program.command('healthcheck').description('exit 0 when /healthz on the configured admin listener answers 200, else 1 (for a container HEALTHCHECK)')
+  .addOption(configOption())
+  .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
 try {
   program.parse(process.argv);

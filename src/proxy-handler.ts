@@ -6,6 +6,7 @@ import type { CredentialSource, RouteCredentials } from './credential-source.js'
 import { SidecarError } from './errors.js';
 import { connectionNominated, STRIPPED_REQUEST_HEADERS, STRIPPED_RESPONSE_HEADERS } from './hop-by-hop.js';
 import type { IpGuard } from './ip-guard.js';
+import type { Metrics, RouteName } from './metrics.js';
 import { ClientGone, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from './proxy-engine.js';
 import type { ReplayBudget } from './replay-body.js';
 import { planBody, type BodyPlan } from './request-body.js';
@@ -15,7 +16,7 @@ import { sendJson } from './send-json.js';
 import { bufferedBody } from './upstream-body.js';
 import { retryReason, type RetryReason } from './upstream-retry.js';
 
-export type RouteName = 'service' | 'localization';
+export type { RouteName } from './metrics.js';
 
 /** One upstream the listener forwards to. Routes are matched by path prefix, longest first. */
 export interface ProxyRoute {
@@ -34,18 +35,10 @@ export interface ProxyRoute {
   rewriteLocation?(location: string): string;
 }
 
-/** The metric hooks the proxy calls (see metrics.ts). */
-export interface ProxyMetrics {
-  requestStarted(): void;
-  responseStarted(route: RouteName, method: string, code: number, seconds: number): void;
-  requestEnded(): void;
-  guardDenied(): void;
-  upstreamUnauthorized(): void;
-  /** A request sent again on a fresh connection after a stale keep-alive connection failed. */
-  upstreamRetried(reason: RetryReason): void;
-  /** A request body's replay copy was given up (too large, or the shared budget was full). */
-  replayCaptureDropped(reason: 'request_limit' | 'global_limit'): void;
-}
+/** The metric hooks the proxy calls: a part of the metrics module's contract, not a copy of it. */
+export type ProxyMetrics = Pick<Metrics,
+  'requestStarted' | 'responseStarted' | 'requestEnded' | 'guardDenied' | 'upstreamUnauthorized' |
+  'upstreamRetried' | 'replayCaptureDropped' | 'localResponse'>;
 
 export interface ProxyHandlerOptions {
   routes: ProxyRoute[];
@@ -96,6 +89,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     metrics.requestStarted();
     const respond = (status: number, message: string, headers?: Record<string, string>) => {
       metrics.responseStarted(route.name, method, status, (clock.now() - started) / 1000);
+      metrics.localResponse(route.name, status);
       sendJson(res, status, message, headers);
     };
     const gone = new ClientGone();

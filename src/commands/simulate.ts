@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONTROL_ROUTES, createB2bSimulator, parseTokenIn, type B2bSimulator, type TokenPresentation } from '../simulator/b2b-simulator.js';
@@ -58,19 +58,24 @@ export async function simulateCommand(args: SimulateArgs, io: CommandIo): Promis
   }
   let url: string;
   let caPath: string;
+  // A folder of our own for the CA unless --ca-out names a file; removed on exit.
+  let tempDir: string | undefined;
   try {
     ({ url } = await sim.start());
-    caPath = args.caOut ?? join(await mkdtemp(join(tmpdir(), 'b2b-simulator-')), 'ca.pem');
+    if (!args.caOut) tempDir = await mkdtemp(join(tmpdir(), 'b2b-simulator-'));
+    caPath = args.caOut ?? join(tempDir!, 'ca.pem');
     await writeFile(caPath, sim.caPem);
   } catch (err) {
     io.stderr.write(`simulate: cannot start on ${host}:${port}: ${errorText(err)}\n`);
     await sim.stop();
+    if (tempDir) await rm(tempDir, { recursive: true, force: true });
     return EXIT_FAILURE;
   }
 
   io.stdout.write(banner({ url, caPath, apiKey, password, ttl, allow: args.allow, latencyMs: args.latencyMs, tokenIn }));
   await signalled;
   await sim.stop();
+  if (tempDir) await rm(tempDir, { recursive: true, force: true });
   io.stdout.write('Simulator stopped.\n');
   return EXIT_OK;
 }
