@@ -38,6 +38,10 @@ class Exchange extends EventEmitter {
   proxyReq: ClientRequest | undefined;
   /** How long the pooled socket had been idle when this request took it; -1: a new socket. */
   idleMs = -1;
+  /** Clock ms when the request was fully written; -1 until then. */
+  sentAt = -1;
+  /** An interim (1xx) answer came: the service has the request, so a failure now is no race. */
+  interim = false;
   constructor(readonly method: string, readonly url: string, readonly headers: Record<string, string | string[]>) {
     super();
   }
@@ -99,7 +103,11 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     exchange.proxyReq = proxyReq;
     // http-proxy emits proxyReq from the request's 'socket' event: the socket is assigned.
     const freedAt = (proxyReq.socket as PooledSocket | null)?.[FREED_AT];
-    if (proxyReq.reusedSocket && freedAt !== undefined) exchange.idleMs = clock.now() - freedAt;
+    if (proxyReq.reusedSocket && freedAt !== undefined) {
+      exchange.idleMs = clock.now() - freedAt;
+      proxyReq.once('finish', () => void (exchange.sentAt = clock.now()));
+      proxyReq.once('information', () => void (exchange.interim = true));
+    }
     exchange.emit('upstream', proxyReq);
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
@@ -117,9 +125,9 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           if (settled) return;
           settled = true;
           // Before any response byte on a socket that had carried one: the keep-alive race.
-          if (err && exchange.idleMs >= 0) {
-            markStaleConnectionFailure(err);
-            learner.staleAfterIdle(exchange.idleMs);
+          if (err && exchange.idleMs >= 0 && !exchange.interim) {
+            const afterSent = exchange.sentAt < 0 ? -1 : clock.now() - exchange.sentAt;
+            if (markStaleConnectionFailure(err, afterSent)) learner.staleAfterIdle(exchange.idleMs);
           }
           clearTimeout(deadline);
           request.signal.offAbort(onAbort);

@@ -133,7 +133,19 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const forwarded = credentials
       ? forward(route, req, res, credentials, body, gone, started, path)
       : route.credentials.acquire().then((c) => forward(route, req, res, c, body, gone, started, path));
-    forwarded.catch(fail).finally(() => { if (body.kind !== 'none') body.tee.release(); });
+    forwarded.then(
+      () => { if (body.kind !== 'none') body.tee.release(); },
+      (err: unknown) => {
+        // No token, service unreachable, a failed upload: the engine may never have read the
+        // body. Reading the rest (and discarding it) lets the client finish sending and read the
+        // answer; a paused request would wedge its keep-alive connection.
+        if (body.kind !== 'none') {
+          body.tee.release();
+          body.tee.destroy();
+        }
+        fail(err);
+      },
+    );
 
     function fail(err: unknown) {
       if (gone.aborted || res.destroyed) return; // client gone: nobody to answer
@@ -164,13 +176,15 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       if (plan.kind === 'none') return undefined;
       return (await tee?.captured()) ?? NOT_REPLAYABLE;
     };
-    /** One attempt, sent once more on a fresh connection when a stale keep-alive one failed before any answer. */
+    let retried = false;
+    /** One attempt, sent once more on a fresh connection when a stale keep-alive one failed before any answer (once per client request). */
     const attempt = async (c: RouteCredentials): Promise<UpstreamResponse> => {
       try {
         return await send(c, false);
       } catch (err) {
-        const reason = retryReason(err);
-        if (reason === undefined || signal.aborted) throw err;
+        const reason = retryReason(err, method);
+        if (reason === undefined || retried || signal.aborted) throw err;
+        retried = true;
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) throw err;
         body = again;

@@ -31,7 +31,8 @@ export class ReplayBudget {
 export type CaptureDropReason = 'request_limit' | 'global_limit';
 
 const ignore = () => undefined;
-const clientAborted = () => Object.assign(new Error('client aborted the request body'), { code: 'ECONNRESET' });
+// undici's abort code, not ECONNRESET: the service did not reset anything.
+const clientAborted = () => Object.assign(new Error('client aborted the request body'), { code: 'UND_ERR_ABORTED' });
 
 /**
  * A request body streamed upstream at once while a copy is kept for one replay (after a 401 or a
@@ -84,9 +85,11 @@ export class ReplayTee extends Readable {
    * exchange that read the body is over (answered or failed).
    */
   captured(): Promise<Buffer | undefined> {
+    // The exchange that read the body is over: the client's remaining bytes go to the copy, or
+    // are read and discarded so that the client can finish sending and read its answer.
+    this.#detach();
     if (!this.#chunks || this.#aborted) return Promise.resolve(undefined);
     if (this.#ended) return Promise.resolve(this.#whole());
-    this.#detach();
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 

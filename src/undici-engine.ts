@@ -26,6 +26,9 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
     allowH2: false,
     keepAliveTimeout: options.keepAliveTimeoutMs,
     keepAliveMaxTimeout: options.keepAliveTimeoutMs,
+    // A `Keep-Alive: timeout=N` hint keeps connections N − 1 s, as Node's agent does (undici's
+    // default margin of 2 s turns keep-alive off for the common timeout=2).
+    keepAliveTimeoutThreshold: 1000,
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.bodyTimeoutMs,
     connect: {
@@ -54,6 +57,7 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
       if (request.signal.aborted) return Promise.reject(clientAborted());
       return new Promise<UpstreamResponse>((resolve, reject) => {
         const exchange = new UndiciExchange(request.signal, resolve, reject, deadlines, reports);
+        if (closed) return reject(Object.assign(new Error('the engine is closed'), { code: 'UND_ERR_CLOSED' }));
         const dispatcher: Dispatcher = request.fresh ? (freshPool ??= new Pool(options.baseUrl.origin, { ...poolOptions, pipelining: 0 })) : pool;
         dispatcher.dispatch({
           method: request.method as 'GET',

@@ -53,6 +53,10 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry, ConnectionAw
   connection: PooledConnection | undefined = undefined;
   /** How long the connection had been idle when this request was written; -1: a new connection. */
   #idleMs = -1;
+  /** Clock ms when the request was fully written; -1 until then. */
+  #sentAt = -1;
+  /** An interim (1xx) answer came: the service has the request, so a failure now is no race. */
+  #interim = false;
   #abort: ((reason: Error) => void) | undefined;
   /** Why the exchange ended before undici connected it: aborted as soon as it does. */
   #failed: Error | undefined;
@@ -103,12 +107,16 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry, ConnectionAw
   }
 
   onRequestSent(): void {
+    if (this.#reports) this.#sentAt = this.#reports.clock.now();
     if (this.#reject) this.#deadlines?.headers.add(this);
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // Interim answers (100, 102, 103 Early Hints) are not the response: wait for the final one.
-    if (status < 200) return true;
+    if (status < 200) {
+      this.#interim = true;
+      return true;
+    }
     this.#deadlines?.headers.remove(this);
     this.#resume = resume;
     const resolve = this.#resolve!;
@@ -149,9 +157,10 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry, ConnectionAw
       const reject = this.#reject;
       this.#resolve = this.#reject = undefined;
       // Before any response byte on a connection that had carried one: the keep-alive race.
-      if (this.#idleMs >= 0) {
-        markStaleConnectionFailure(err);
-        this.#reports!.staleAfterIdle(this.#idleMs);
+      if (this.#idleMs >= 0 && !this.#interim) {
+        const reports = this.#reports!;
+        const afterSent = this.#sentAt < 0 ? -1 : reports.clock.now() - this.#sentAt;
+        if (markStaleConnectionFailure(err, afterSent)) reports.staleAfterIdle(this.#idleMs);
       }
       reject(err);
       return;

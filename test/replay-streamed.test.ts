@@ -35,7 +35,7 @@ function upload(port: number, parts: Buffer[], framing: 'chunked' | 'length'): P
 }
 
 /** An upload of `count` × `size` bytes on a raw connection, then a GET on it; everything read back. */
-async function rawUpload(port: number, count: number, size: number, framing: 'chunked' | 'length'): Promise<string> {
+async function rawUpload(port: number, count: number, size: number, framing: 'chunked' | 'length', until = /"ok":true/): Promise<string> {
   const socket = connect(port, '127.0.0.1');
   let got = '';
   socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
@@ -49,7 +49,7 @@ async function rawUpload(port: number, count: number, size: number, framing: 'ch
   if (framing === 'chunked') socket.write('0\r\n\r\n');
   socket.write('GET /second HTTP/1.1\r\nHost: x\r\n\r\n');
   const deadline = Date.now() + 5000;
-  while (!/"ok":true/.test(got) && Date.now() < deadline && !socket.destroyed) await new Promise((r) => setTimeout(r, 10));
+  while (!until.test(got) && Date.now() < deadline && !socket.destroyed) await new Promise((r) => setTimeout(r, 10));
   socket.destroy();
   return got;
 }
@@ -200,6 +200,33 @@ for (const engine of ENGINES) {
       } finally {
         await s.stop();
         await up.close();
+      }
+    });
+
+    for (const framing of ['length', 'chunked'] as const) {
+      it(`reads the rest of a ${framing} upload it answered itself (no token, service gone), so the connection serves the next request`, async () => {
+        const up = await startUpstream((req, res) => { req.resume(); req.on('end', () => res.end('{}')); });
+        const s = await startSidecar({ baseUrl: up.url, engine, overrides: { service: { timeoutMs: 1000 } } });
+        try {
+          await waitReady(s);
+          await up.close(); // the token is held; the service is gone
+          const twoAnswers = /HTTP\/1\.1 \d{3}[^]*HTTP\/1\.1 \d{3} [^]*\}/;
+          const answers = await rawUpload(s.port, 16, 16 * 1024, framing, twoAnswers);
+          assert.match(answers, /^HTTP\/1\.1 502 [^]*HTTP\/1\.1 502 /, 'both the upload and the GET after it were answered');
+        } finally {
+          await s.stop();
+        }
+      });
+    }
+
+    it('reads the rest of an upload answered 503 for want of a token, so the connection serves the next request', async () => {
+      // Nothing listens at the service address: no token is ever obtained.
+      const s = await startSidecar({ baseUrl: 'https://localhost:1', engine });
+      try {
+        const answers = await rawUpload(s.port, 16, 16 * 1024, 'length', /HTTP\/1\.1 503[^]*HTTP\/1\.1 503 [^]*\}/);
+        assert.match(answers, /^HTTP\/1\.1 503 [^]*HTTP\/1\.1 503 /);
+      } finally {
+        await s.stop();
       }
     });
   });

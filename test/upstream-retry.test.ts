@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, it } from 'node:test';
@@ -28,6 +28,15 @@ async function startStaleService() {
     }
     const socket = req.socket as CountedSocket;
     const n = (socket[SERVED] = (socket[SERVED] ?? 0) + 1);
+    if (n > 1 && req.url?.startsWith('/processed-then-cut')) {
+      // The service reads the request and acts on it, then its connection dies before it answers
+      // (a worker crash, a restart cutting connections): not the keep-alive race.
+      seen.push({ method: req.method ?? '', url: req.url, fresh: false, cut: true });
+      if (req.url.endsWith('/interim')) res.writeProcessing();
+      req.resume();
+      req.on('end', () => setTimeout(() => socket.destroy(), req.url!.endsWith('/interim') ? 0 : 500));
+      return;
+    }
     const cut = n > 1 || req.url === '/always-cut';
     seen.push({ method: req.method ?? '', url: req.url ?? '', fresh: n === 1, cut });
     if (cut) return void socket.destroy();
@@ -99,6 +108,46 @@ for (const engine of ENGINES) {
       });
     });
 
+    it('does not send a POST again when the connection died after the service had it (too long after it was sent)', async () => {
+      await withService(engine, {}, async (s, up) => {
+        await send(s.port, { path: '/warm' });
+        const res = await send(s.port, { method: 'POST', path: '/processed-then-cut', body: '{"qty":1}', headers: { 'content-length': 9 } });
+        assert.equal(res.status, 502);
+        assert.equal(up.seen.filter((r) => r.url === '/processed-then-cut').length, 1, 'the order reached the service once');
+        assert.equal(await retries(s), 0);
+      });
+    });
+
+    it('does not send a request again after an interim 1xx answer (the service had it)', async () => {
+      await withService(engine, {}, async (s, up) => {
+        await send(s.port, { path: '/warm' });
+        const res = await send(s.port, { method: 'POST', path: '/processed-then-cut/interim', body: '{"qty":1}', headers: { 'content-length': 9 } });
+        assert.equal(res.status, 502);
+        assert.equal(up.seen.filter((r) => r.url === '/processed-then-cut/interim').length, 1);
+        assert.equal(await retries(s), 0);
+      });
+    });
+
+    it('still retries an idempotent GET whose connection died later before any answer', async () => {
+      await withService(engine, {}, async (s, up) => {
+        await send(s.port, { path: '/warm' });
+        const res = await send(s.port, { path: '/processed-then-cut' });
+        assert.equal(res.status, 200);
+        assert.equal(up.seen.filter((r) => r.url === '/processed-then-cut').length, 2);
+        assert.equal(await retries(s), 1);
+      });
+    });
+
+    it('does not retry a chunked POST whose copy was given up (it outgrew the limit)', async () => {
+      await withService(engine, { proxy: { replayBodyLimitBytes: 1024 } }, async (s, up) => {
+        await send(s.port, { path: '/warm' });
+        const res = await send(s.port, { method: 'POST', path: '/chunked', body: Buffer.alloc(8192, 'c'), headers: { 'transfer-encoding': 'chunked' } });
+        assert.equal(res.status, 502);
+        assert.equal(up.seen.filter((r) => r.url === '/chunked').length, 1);
+        assert.equal(await retries(s), 0);
+      });
+    });
+
     it('does not retry a failure on a new connection (not the keep-alive race)', async () => {
       await withService(engine, {}, async (s, up) => {
         const res = await send(s.port, { path: '/always-cut' });
@@ -108,27 +157,53 @@ for (const engine of ENGINES) {
       });
     });
 
-    it('honours the service\'s Keep-Alive: timeout=N hint over a longer proxy.keepAliveTimeoutMs', async () => {
+    it('honours the service\'s Keep-Alive: timeout=N hint over a longer proxy.keepAliveTimeoutMs (N − 1 s)', async () => {
       const tls = await testTls();
-      const sockets = new Set<Socket>();
+      const sockets: Socket[] = [];
       const server = createServer({ cert: tls.certPem, key: tls.keyPem }, (req, res) => {
-        if (req.url !== '/pub/b2b/v1/auth/gentoken') sockets.add(req.socket);
+        if (req.url !== '/pub/b2b/v1/auth/gentoken' && !sockets.includes(req.socket)) sockets.push(req.socket);
         req.resume();
         req.on('end', () => res.end(JSON.stringify({ token: 'tok-hint-0123456789', refreshToken: null, aliveSecondsTtl: 900 })));
       });
-      // Node announces `Keep-Alive: timeout=2` and really closes idle connections after 2.5 s.
-      server.keepAliveTimeout = 2500;
+      // Node announces `Keep-Alive: timeout=3` and really closes idle connections after 3.5 s.
+      server.keepAliveTimeout = 3500;
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
       const s = await startSidecar({ baseUrl: `https://localhost:${(server.address() as AddressInfo).port}`, engine, overrides: { proxy: { keepAliveTimeoutMs: 60_000 } } });
       try {
         await waitReady(s);
         assert.equal((await send(s.port, { path: '/one' })).status, 200);
-        await new Promise((r) => setTimeout(r, 1200));
+        await new Promise((r) => setTimeout(r, 500));
         assert.equal((await send(s.port, { path: '/two' })).status, 200);
-        assert.equal(sockets.size, 2, 'the connection was not kept past the announced timeout less a margin');
+        assert.equal(sockets.length, 1, 'kept alive within the announced timeout');
+        await new Promise((r) => setTimeout(r, 2300));
+        assert.equal((await send(s.port, { path: '/three' })).status, 200);
+        assert.equal(sockets.length, 2, 'not kept past the announced timeout less a margin');
       } finally {
         await s.stop();
         await new Promise<void>((r) => { server.close(() => r()); server.closeAllConnections(); });
+      }
+    });
+
+    it('learns nothing from a client that gives up on a request over a reused connection', async () => {
+      const up = await startStaleService();
+      // The sidecar's own clock says the connection idled a second: only a service reset may teach that.
+      const clock = new FakeClock();
+      const s = await startSidecar({ baseUrl: up.url, engine, clock });
+      try {
+        await waitReady(s);
+        await send(s.port, { path: '/warm' });
+        clock.advance(1000);
+        await new Promise<void>((resolve) => {
+          const req = httpRequest({ host: '127.0.0.1', port: s.port, path: '/processed-then-cut', agent: false });
+          req.on('error', () => resolve());
+          req.end();
+          setTimeout(() => { req.destroy(); resolve(); }, 100);
+        });
+        await new Promise((r) => setTimeout(r, 200));
+        assert.deepEqual(s.log.lines().filter((l) => String(l.message).includes('closes idle connections sooner')), []);
+      } finally {
+        await s.stop();
+        await up.close();
       }
     });
 
