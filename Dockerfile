@@ -4,6 +4,9 @@
 #   docker run --rm -v "$PWD/sidecar.yaml:/etc/b2b-sidecar/sidecar.yaml:ro" \
 #     -v "$PWD/secrets:/run/secrets/b2b:ro" -p 127.0.0.1:8080:8080 b2b-sidecar:0.1.0
 #
+# The process runs as uid/gid 65532: the mounted secret files must be readable by it, e.g.
+#   chgrp 65532 secrets/api-key secrets/password && chmod 0440 secrets/api-key secrets/password
+#
 # The image ships no config: mount one at /etc/b2b-sidecar/sidecar.yaml (see
 # config/sidecar.example.yaml) or override CMD. test/dockerfile.test.ts checks the invariants below;
 # scripts/runtime-smoke.sh reproduces the runtime stage without Docker.
@@ -23,8 +26,10 @@
 FROM node:20.20.2-bookworm-slim AS build
 WORKDIR /src
 # Manifests first so the dependency layer is cached until package*.json change.
+# npm 10 can print "Exit handler never called!" after a failed download and still exit 0 with
+# the tree half installed; `npm ls` exits non-zero on any missing package, so the build stops here.
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund && npm ls --all >/dev/null
 COPY tsconfig.json ./
 COPY scripts/bundle.mjs ./scripts/
 COPY src ./src
@@ -35,13 +40,16 @@ FROM node:20.20.2-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-# No production dependency has an install script, so --ignore-scripts loses nothing. npm and
-# corepack are removed afterwards: nothing runs them at run time, and they are the image's largest
-# source of scanner findings.
+# No production dependency has an install script, so --ignore-scripts loses nothing. `npm ls
+# --omit=dev` fails the build when npm ci left the tree incomplete (see the build stage). npm,
+# corepack and yarn (the base image ships yarn 1 in /opt) are removed afterwards: nothing runs
+# them at run time, and they are the image's largest source of scanner findings.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+  && npm ls --omit=dev --all >/dev/null \
   && npm cache clean --force \
   && rm -rf /usr/local/lib/node_modules/npm /usr/local/lib/node_modules/corepack \
-    /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack /root/.npm
+    /usr/local/bin/npm /usr/local/bin/npx /usr/local/bin/corepack \
+    /opt/yarn-v* /usr/local/bin/yarn /usr/local/bin/yarnpkg /root/.npm
 COPY --from=build /src/dist ./dist
 # Files stay root-owned and read-only to the process. 65532 is the conventional "nonroot" uid
 # (as in distroless); numeric so Kubernetes runAsNonRoot can verify it without /etc/passwd.
@@ -49,8 +57,10 @@ USER 65532:65532
 # 8080: proxy listener, 9464: admin (/healthz, /readyz, /metrics). Both bind 127.0.0.1 by default;
 # set listen.host / admin.host to 0.0.0.0 in the config to publish them from a container.
 EXPOSE 8080 9464
-# node itself, as the image has no curl. Uses B2B_ADMIN_PORT when the admin port is moved by env.
+# The CLI's healthcheck reads the admin host and port from the same config file and B2B_*
+# environment as `run` (no curl in the image) and asks /healthz: 0 healthy, 1 unhealthy, 2 invalid
+# config. If you override CMD with another --config path, override HEALTHCHECK the same way.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.B2B_ADMIN_PORT || 9464) + '/healthz', { signal: AbortSignal.timeout(4000) }).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "dist/cli.js", "healthcheck", "--config", "/etc/b2b-sidecar/sidecar.yaml"]
 ENTRYPOINT ["node", "dist/cli.js"]
 CMD ["run", "--config", "/etc/b2b-sidecar/sidecar.yaml"]

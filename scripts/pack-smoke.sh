@@ -1,14 +1,27 @@
 #!/usr/bin/env bash
 # The npm package works on its own: from a fresh copy of the repository, npm ci, npm run build,
 # npm pack; check what the tarball ships (package.json "files"); install it into an empty
-# directory with production dependencies only; run b2b-sidecar --help and --version.
+# directory with production dependencies only; run b2b-sidecar --help and --version. Then, as the
+# README's systemd steps do, `npm install -g` the tarball and run `systemd-analyze verify` on the
+# unit the package ships, whose ExecStart must be the binary that install created; the global
+# install is removed again on exit.
 #
-# Usage: scripts/pack-smoke.sh   (npm run smoke:pack; needs git, npm, tar; network or npm cache)
+# Usage: scripts/pack-smoke.sh   (npm run smoke:pack; needs git, npm, tar; network or npm cache;
+#        for the global part: write access to npm's global prefix and systemd-analyze, else it is
+#        skipped with a note, or fails with PACK_SMOKE_GLOBAL=1 as in CI)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/b2b-pack-smoke.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+global_installed=''
+cleanup() {
+  # Only what this run installed: a b2b-sidecar that was there before is left alone.
+  if [ -n "$global_installed" ]; then
+    npm uninstall -g --no-audit --no-fund b2b-sidecar >/dev/null 2>&1 || printf 'pack-smoke: could not uninstall the global b2b-sidecar\n' >&2
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
 
 step() { printf '\n== %s\n' "$*"; }
 fail() { printf 'pack-smoke: FAIL: %s\n' "$*" >&2; exit 1; }
@@ -52,5 +65,44 @@ version=$(npx --no -- b2b-sidecar --version)
 expected=$(node -p "require('$work/src/package.json').version")
 [ "$version" = "$expected" ] || fail "--version printed '$version', expected '$expected'"
 printf '%s\n' "$version"
+
+step "npm install -g $tgz_name, then systemd-analyze verify on the unit it ships"
+cd "$work"
+prefix=$(npm prefix -g)
+skip() {
+  [ "${PACK_SMOKE_GLOBAL:-0}" = 1 ] && fail "$1"
+  printf 'pack-smoke: SKIPPED the global install: %s\n' "$1"
+}
+if ! command -v systemd-analyze >/dev/null 2>&1; then
+  skip "systemd-analyze is not installed (Debian: apt-get install systemd)"
+elif [ ! -w "$prefix" ]; then
+  skip "npm's global prefix $prefix is not writable (run as root)"
+elif npm ls -g --depth=0 b2b-sidecar >/dev/null 2>&1; then
+  skip "b2b-sidecar is already installed globally; not touching it"
+else
+  # One global install at a time on this machine (several checkouts may run this together).
+  exec 9>"${TMPDIR:-/tmp}/b2b-sidecar-pack-smoke.lock"
+  flock 9
+  global_installed=1
+  npm install -g --omit=dev --no-audit --no-fund "$tgz"
+  bin="$prefix/bin/b2b-sidecar"
+  [ -x "$bin" ] || fail "npm install -g created no $bin"
+  printf 'npm prefix -g: %s; installed: %s -> %s\n' "$prefix" "$bin" "$(readlink -f "$bin")"
+  "$bin" --version >/dev/null || fail "$bin --version failed"
+  unit="$(npm root -g)/b2b-sidecar/deploy/systemd/b2b-sidecar.service"
+  [ -f "$unit" ] || fail "the package ships no deploy/systemd/b2b-sidecar.service"
+  exec_start=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$unit")
+  if [ "$exec_start" != "$bin" ]; then
+    # The README's instruction for other prefixes: point ExecStart at the installed binary.
+    printf 'note: npm prefix -g is %s, not /usr: verifying the unit with ExecStart=%s as the README says\n' "$prefix" "$bin"
+    sed "s#^ExecStart=[^ ]*#ExecStart=$bin#" "$unit" >"$work/b2b-sidecar.service"
+    unit="$work/b2b-sidecar.service"
+  fi
+  verify=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify $unit: $verify"
+  # verify also reports other units of this machine; only lines about this unit count.
+  about=$(grep -F 'b2b-sidecar' <<<"$verify" || true)
+  [ -z "$about" ] || fail "systemd-analyze verify complains about the unit: $about"
+  printf 'systemd-analyze verify %s: OK (ExecStart=%s exists)\n' "$unit" "$exec_start"
+fi
 
 printf '\npack-smoke: OK\n'

@@ -5,7 +5,8 @@
 #   runtime stage: a directory with only package.json, package-lock.json and dist/ (what the
 #                  runtime stage COPYs), npm ci --omit=dev --ignore-scripts
 # then, in the runtime directory: node dist/cli.js --help, and a short `demo` run whose first
-# printed curl line must answer 200 through the sidecar; SIGTERM must end it with exit code 0.
+# printed curl line must answer 200 through the sidecar and whose config must pass the image's
+# HEALTHCHECK command (`healthcheck --config`); SIGTERM must end it with exit code 0.
 #
 # Usage: scripts/runtime-smoke.sh   (npm run smoke:runtime; needs npm, curl, the dev dependencies; network or npm cache)
 set -euo pipefail
@@ -53,7 +54,7 @@ export NODE_ENV=production
 step "node dist/cli.js --help"
 help=$(node dist/cli.js --help) || fail "--help exited non-zero"
 printf '%s\n' "$help"
-for command in run demo simulate token check-config translation; do
+for command in run demo simulate token check-config translation healthcheck; do
   grep -Eq "^[[:space:]]+$command\b" <<<"$help" || fail "--help does not list the $command command"
 done
 
@@ -81,6 +82,13 @@ for _ in $(seq 1 60); do
 done
 [ "$code" = 200 ] || fail "the first curl line answered HTTP ${code:-nothing}, expected 200"
 printf 'HTTP %s: %s\n' "$code" "$(head -c 300 "$work/body")"
+
+step "node dist/cli.js healthcheck --config <the demo's config> (the image's HEALTHCHECK)"
+demo_config=$(sed -n 's/^  config: *//p' "$work/demo.out")
+admin_port=$(sed -n 's|^  admin: *http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$work/demo.out")
+[ -n "$demo_config" ] && [ -n "$admin_port" ] || fail "the demo printed no config or admin line"
+# The demo's config asks for a free port (0); B2B_ADMIN_PORT names the one it got, as a container's env would.
+B2B_ADMIN_PORT=$admin_port node dist/cli.js healthcheck --config "$demo_config" || fail "healthcheck exited $? against the running demo"
 
 step "SIGTERM: graceful drain, exit 0"
 kill -TERM "$demo_pid"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Alert rules: `promtool check rules`, the promtool unit tests, then an end-to-end scrape of the
-# real sidecar (`node dist/cli.js demo`) by a real Prometheus (scripts/prometheus-e2e.ts).
-# Needs Debian's `prometheus` package (promtool and prometheus on PATH).
-# Extra arguments go to the e2e script, e.g. `-- node other-target.js` to scrape something else.
+# Alert rules: `promtool check rules`, the promtool unit tests, then the end-to-end check with the
+# built CLI and a real Prometheus (scripts/prometheus-e2e.ts): `promtool check metrics` on a real
+# /metrics scrape, the rules under two scrape job names, B2BSidecarLocalErrors firing when the
+# sidecar itself answers 502, B2BSidecarDown when it stops.
+# Needs Debian's `prometheus` package (promtool and prometheus on PATH). Takes about 2 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,5 @@ done
 promtool check rules deploy/prometheus/alerts.yaml
 promtool test rules deploy/prometheus/alerts.test.yaml
 
-# The default e2e target is the built CLI, so build it first.
-if [ "$#" -eq 0 ]; then npm run build --silent; fi
-node --import tsx scripts/prometheus-e2e.ts "$@"
+npm run build --silent
+node --import tsx scripts/prometheus-e2e.ts

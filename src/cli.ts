@@ -13,6 +13,8 @@ const commands = {
   token: () => import('./commands/token.js').then((m) => m.tokenCommand),
   checkConfig: () => import('./commands/check-config.js').then((m) => m.checkConfigCommand),
   translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
+  doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
+  healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
 
 /**
@@ -64,9 +66,16 @@ function port(value: string): number {
   return n;
 }
 
-function positive(value: string): number {
+/** Whole seconds: aliveSecondsTtl is an integer (int64) in the API description. */
+function positiveInteger(value: string): number {
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a positive number');
+  if (value.trim() === '' || !Number.isInteger(n) || n <= 0) throw new InvalidArgumentError('must be a whole number of seconds above 0');
+  return n;
+}
+
+function nonNegative(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n < 0) throw new InvalidArgumentError('must be a number of milliseconds, 0 or more');
   return n;
 }
 
@@ -89,17 +98,18 @@ program.command('run').description('run the sidecar in the foreground (JSON logs
 program.command('demo').description('start a simulated service with a sidecar in front of it and print curl lines to try')
   .option('--port <n>', 'proxy listener port (default: a free one)', port)
   .option('--admin-port <n>', 'admin listener port (default: a free one)', port)
-  .option('--ttl <seconds>', 'token lifetime the simulated service grants', positive, 60)
+  .option('--ttl <seconds>', 'token lifetime the simulated service grants', positiveInteger, 60)
   .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = commands.demo().then((f) => { tuneV8ForServing(); return f(o, io); }); });
 program.command('simulate').description('run the simulated B2B service alone, for integration tests')
   .option('--port <n>', 'listen port', port, 8443)
   .option('--host <address>', 'listen address', '127.0.0.1')
-  .option('--ttl <seconds>', 'aliveSecondsTtl of issued tokens', positive, 900)
+  .option('--ttl <seconds>', 'aliveSecondsTtl of issued tokens', positiveInteger, 900)
   .option('--api-key <key>', 'expected ApiKey', 'demo-api-key')
   .option('--password <password>', 'expected password', 'demo-password')
   .option('--allow <cidr>', 'allowed client address or CIDR (repeatable; default: any)', collect)
   .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
-  .option('--latency-ms <ms>', 'latency added to every answer', (v) => Number(v))
+  .option('--latency-ms <ms>', 'latency added to every answer', nonNegative)
+  .option('--token-in <presentation>', 'the one way protected operations accept the token: header:NAME[:SCHEME][+apikey] or query:NAME[+apikey] (default: header:Authorization:Bearer+apikey)')
   .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => f(o, io)); });
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())
@@ -108,11 +118,20 @@ program.command('token').description('obtain one token and print it')
 program.command('check-config').description('validate the configuration and print it with secrets redacted')
   .addOption(configOption())
   .action((o: { config?: string }) => { result = commands.checkConfig().then((f) => f(o, io)); });
+program.command('doctor').description('diagnose the set-up step by step: config, connection, gentoken, and optionally a probe and how the token must be attached')
+  .addOption(configOption())
+  .option('--json', 'print the steps as a JSON array')
+  .option('--probe <path>', 'a harmless GET path under service.baseUrl to try with the token attached (e.g. an object lookup)')
+  .option('--discover-attach', 'try the common token presentations on the probe path and print the token.attach block to paste')
+  .action((o: import('./commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')
   .addOption(configOption())
   .option('--json', 'print the validated translation object')
   .action((ref: string, o: { config?: string; json?: boolean }) => { result = commands.translation().then((f) => f({ ref, ...o }, io)); });
+program.command('healthcheck').description('exit 0 when /healthz on the configured admin listener answers 200, else 1 (for a container HEALTHCHECK)')
+  .addOption(configOption())
+  .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
 try {
   program.parse(process.argv);

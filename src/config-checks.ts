@@ -1,23 +1,21 @@
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { isIP } from 'node:net';
+import { checkAttach } from './config-attach.js';
 import { isRecord, schemaAt, walkProperties, type ConfigPath } from './config-walk.js';
-import { parseStrictCidr } from './ip-guard.js';
+import { credentialFileProblem, credentialValueProblem, type CredentialCarrier } from './credential-content.js';
+import { coversEveryone, parseStrictCidr } from './ip-guard.js';
+import { formatTranslationRef, parseTranslationRef } from './localization/translation-ref.js';
+import { pemCertificatesProblem } from './tls.js';
 
 /** Records one problem at a config path; the caller formats it with the key's env var. */
 export type Report = (path: ConfigPath, reason: string) => void;
 type Section = Record<string, unknown>;
 
-const PLACEHOLDERS = new Set(['token', 'apiKey', 'rkObjectId']);
-/** RFC 9110 `token` characters, the only ones allowed in header and cookie names. */
-const TOKEN_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-/** Headers an attachment must not set: hop-by-hop (RFC 9110 §7.6.1), message framing or Expect (PITFALLS 2). */
-const FORBIDDEN_HEADERS = new Set([
-  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
-  'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
-]);
-const SLUG = /^[A-Za-z0-9_.-]+$/;
-/** Values sent in a header (ApiKey, the localization token): visible ASCII, or `setHeader` throws (PITFALLS 14). */
-const HEADER_SAFE = /^[\x21-\x7e]+$/;
+/** The API's own prefix: a baseUrl ending in it doubles it in every URL (`.../pub/b2b/v1/pub/b2b/v1/auth/gentoken`). */
+const API_PREFIX = /\/pub\/b2b\/v1(\/auth(\/gentoken)?)?$/i;
+/** Credentials read from files, how each travels. */
+const CREDENTIAL_FILES: Record<string, CredentialCarrier> = { apiKeyFile: 'header', passwordFile: 'body', tokenFile: 'header' };
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
 /** A renewal sooner than this after issue would make the renewal loop spin. */
 const MIN_RENEW_AFTER_SECONDS = 1;
@@ -36,21 +34,27 @@ export function checkSemantics(config: Section, report: Report): void {
   const guard = section(config.guard);
   const admin = section(config.admin);
   checkBaseUrl(service, ['service'], report);
-  checkCidrs(guard.allow, ['guard', 'allow'], report);
-  checkCidrs(guard.trustedProxies, ['guard', 'trustedProxies'], report);
+  checkServiceRoot(service.baseUrl, report);
+  // An entry covering everyone is an open proxy unless the operator says so (issue 13 §3).
+  const wideOk = guard.allowAnyone === true;
+  checkCidrs(guard.allow, ['guard', 'allow'], report, wideOk ? undefined : 'admits everyone');
+  checkCidrs(guard.trustedProxies, ['guard', 'trustedProxies'], report, wideOk ? undefined : 'lets everyone set their own source address with X-Forwarded-For');
   checkCidrs(admin.allow, ['admin', 'allow'], report);
   checkPair(credentials, ['credentials'], 'apiKey', true, report);
   checkPair(credentials, ['credentials'], 'password', true, report);
   // The same rules the credential store applies at start, so check-config fails as run would.
-  checkHeaderValue(credentials.apiKey, ['credentials', 'apiKey'], report);
+  checkSecretValue(credentials.apiKey, ['credentials', 'apiKey'], 'header', report);
+  checkSecretValue(credentials.password, ['credentials', 'password'], 'body', report);
   if (isRecord(config.localization)) {
     checkBaseUrl(config.localization, ['localization'], report);
     checkPair(config.localization, ['localization'], 'token', false, report);
-    checkHeaderValue(config.localization.token, ['localization', 'token'], report);
+    checkSecretValue(config.localization.token, ['localization', 'token'], 'header', report);
     checkWatch(config.localization.watch, report);
   }
   checkFiles(config, report);
   checkAttach(section(config.token).attach, credentials.rkObjectId, report);
+  checkHost(section(config.listen).host, ['listen', 'host'], report);
+  checkHost(admin.host, ['admin', 'host'], report);
   checkListeners(section(config.listen), admin, report);
   checkRenewal(section(config.token), report);
   const proxy = section(config.proxy);
@@ -79,18 +83,42 @@ function checkBaseUrl(sec: Section, base: string[], report: Report): void {
   } else if (url.protocol !== 'https:') {
     return report(path, `must be an https:// URL, not ${url.protocol}//`);
   }
-  if (url.hostname === '') report(path, 'has no host');
+  // WHATWG URL reads `https:///path` as host "path"; the text is what the operator meant.
+  if (url.hostname === '' || !/^[a-z][a-z0-9+.-]*:\/\/[^/?#\\]/i.test(text.trim())) report(path, 'has no host (expected https://host[:port][/path])');
   if (url.username !== '' || url.password !== '') report(path, 'must not contain user:password@ credentials');
   if (url.search !== '' || text.includes('?')) report(path, 'must not contain a query string');
   if (url.hash !== '' || text.includes('#')) report(path, 'must not contain a #fragment');
 }
 
-function checkCidrs(list: unknown, base: string[], report: Report): void {
+/**
+ * `service.baseUrl` is the API root: the sidecar appends /pub/b2b/v1/auth/gentoken itself and
+ * passes proxied paths (which carry /pub/b2b/v1) through. Any other path prefix is allowed.
+ */
+function checkServiceRoot(text: unknown, report: Report): void {
+  if (typeof text !== 'string') return;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return;
+  }
+  const path = url.pathname.replace(/\/+$/, '');
+  const m = API_PREFIX.exec(path);
+  if (m) {
+    report(['service', 'baseUrl'], `ends in ${m[0]}, but baseUrl is the API root without /pub/b2b/v1 (the token operation is {baseUrl}/pub/b2b/v1/auth/gentoken): use ${url.origin}${path.slice(0, m.index)}`);
+  }
+}
+
+/** `tooWide` set: entries covering everyone are refused with that reason. */
+function checkCidrs(list: unknown, base: string[], report: Report, tooWide?: string): void {
   if (!Array.isArray(list)) return;
   list.forEach((entry, i) => {
     if (typeof entry !== 'string') return;
     const range = parseStrictCidr(entry);
-    if (typeof range === 'string') report([...base, i], `"${entry}" ${range}`);
+    if (typeof range === 'string') return report([...base, i], `"${entry}" ${range}`);
+    if (tooWide && coversEveryone(range)) {
+      report([...base, i], `"${entry}" ${tooWide}: anyone who can reach the listener would act as the integrator; narrow it, or set guard.allowAnyone: true if that is intended`);
+    }
   });
 }
 
@@ -108,15 +136,32 @@ function checkPair(sec: Section, base: string[], key: string, required: boolean,
   }
 }
 
-/** An inline secret that travels in a header. The value is never echoed: it is a secret. */
-function checkHeaderValue(value: unknown, path: ConfigPath, report: Report): void {
+/** An inline secret, by the credential store's rules. The value is never echoed: it is a secret. */
+function checkSecretValue(value: unknown, path: ConfigPath, carrier: CredentialCarrier, report: Report): void {
   if (typeof value !== 'string' || value === '') return;
-  if (!HEADER_SAFE.test(value)) report(path, 'must be visible ASCII without spaces or control characters (it is sent in a header)');
+  const problem = credentialValueProblem(value, carrier);
+  if (problem) report(path, problem);
 }
 
 /**
- * Every `...File` key must name a readable, non-empty regular file; CA files must hold a PEM
- * certificate. Emptiness comes from stat: credential files are never read here.
+ * A listener address must be an IP address or a host name: `[::1]` (URL syntax) and `host:port`
+ * fail at bind time. Whether a name resolves is checked by `hostProblems` (config-hosts.ts, asynchronous).
+ */
+function checkHost(host: unknown, path: ConfigPath, report: Report): void {
+  if (typeof host !== 'string' || host === '') return;
+  const bracketed = /^\[(.*)\]$/.exec(host);
+  if (bracketed) {
+    return report(path, isIP(bracketed[1]!) === 6 ? `write an IPv6 address without brackets: ${bracketed[1]}` : 'is not an address or host name');
+  }
+  if (isIP(host) !== 0) return;
+  if (/^[^:]*:\d+$/.test(host)) return report(path, `must not include a port (set ${path[0]}.port)`);
+  if (!/^[A-Za-z0-9_.-]+$/.test(host)) report(path, 'is not an IP address or host name');
+}
+
+/**
+ * Every `...File` key must name a readable, non-empty regular file; CA files must hold parsable
+ * certificates; credential files are read and checked by the credential store's own rules
+ * (never echoed), so check-config rejects what run would.
  */
 function checkFiles(config: Section, report: Report): void {
   walkProperties((path) => {
@@ -126,9 +171,12 @@ function checkFiles(config: Section, report: Report): void {
     if (typeof value !== 'string' || value === '') return;
     const problem = fileProblem(value);
     if (problem !== undefined) return report(path, problem);
-    // Only CA files are read here; credential files are never read by validation.
-    if (key === 'caFile' && !readFileSync(value, 'utf8').includes('-----BEGIN CERTIFICATE-----')) {
-      report(path, `${value} holds no PEM certificate`);
+    if (key === 'caFile') {
+      const pem = pemCertificatesProblem(readFileSync(value, 'utf8'));
+      if (pem) report(path, `${value} ${pem}`);
+    } else if (CREDENTIAL_FILES[key] !== undefined) {
+      const content = credentialFileProblem(readFileSync(value, 'utf8'), CREDENTIAL_FILES[key]);
+      if (content) report(path, `${value} ${content}`);
     }
   });
   const tokenFile = section(config.token).file;
@@ -163,40 +211,6 @@ function valueAt(config: Section, path: ConfigPath): unknown {
   return value;
 }
 
-function checkAttach(list: unknown, rkObjectId: unknown, report: Report): void {
-  if (!Array.isArray(list)) return;
-  const seen = new Map<string, number>();
-  list.forEach((entry, i) => {
-    if (!isRecord(entry)) return;
-    const base = ['token', 'attach', i];
-    const { in: where, name, value } = entry;
-    if (typeof value === 'string') {
-      for (const [, placeholder] of value.matchAll(/\{([^{}]*)\}/g)) {
-        if (!PLACEHOLDERS.has(placeholder!)) {
-          report([...base, 'value'], `unknown placeholder {${placeholder}} (known: {token}, {apiKey}, {rkObjectId})`);
-        } else if (placeholder === 'rkObjectId' && rkObjectId === undefined) {
-          report([...base, 'value'], 'uses {rkObjectId} but credentials.rkObjectId (B2B_RK_OBJECT_ID) is not set');
-        }
-      }
-      // eslint-disable-next-line no-control-regex
-      if (/[\x00-\x1f\x7f]/.test(value)) report([...base, 'value'], 'must not contain control characters (CR, LF, ...)');
-      if (where === 'cookie' && /[\s",;\\]/.test(value)) {
-        report([...base, 'value'], 'a cookie value must not contain spaces, quotes, commas, semicolons or backslashes');
-      }
-    }
-    if (typeof name !== 'string' || typeof where !== 'string') return;
-    if ((where === 'header' || where === 'cookie') && !TOKEN_NAME.test(name)) {
-      report([...base, 'name'], `"${name}" is not a valid ${where} name`);
-    } else if (where === 'header' && FORBIDDEN_HEADERS.has(name.toLowerCase())) {
-      report([...base, 'name'], `${name} is a hop-by-hop or framing header the proxy manages; it cannot be attached`);
-    }
-    const id = where === 'header' ? `header ${name.toLowerCase()}` : `${where} ${name}`;
-    const first = seen.get(id);
-    if (first !== undefined) report([...base, 'name'], `duplicates token.attach[${first}] (${where} ${name})`);
-    else seen.set(id, i);
-  });
-}
-
 function checkListeners(listen: Section, admin: Section, report: Report): void {
   const { port, host } = listen;
   if (typeof port !== 'number' || port === 0 || port !== admin.port) return;
@@ -213,13 +227,16 @@ function checkWatch(list: unknown, report: Report): void {
   const seen = new Set<string>();
   list.forEach((entry, i) => {
     if (typeof entry !== 'string') return;
-    const parts = entry.split('/');
-    if (parts.length !== 3 || parts.some((p) => !SLUG.test(p) || p === '.' || p === '..')) {
-      report(['localization', 'watch', i], `"${entry}" must be project/component/language, each part of A-Z a-z 0-9 _ . - and not . or ..`);
-    } else if (seen.has(entry)) {
-      report(['localization', 'watch', i], `"${entry}" is listed twice`);
+    let key: string;
+    try {
+      // Same parser as the poller: category paths and the %2F form are accepted, anything else is not.
+      key = formatTranslationRef(parseTranslationRef(entry));
+    } catch (err) {
+      report(['localization', 'watch', i], `"${entry}": ${(err as Error).message.replace(/^invalid translation reference: /, '')}`);
+      return;
     }
-    seen.add(entry);
+    if (seen.has(key)) report(['localization', 'watch', i], `"${entry}" is listed twice`);
+    seen.add(key);
   });
 }
 

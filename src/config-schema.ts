@@ -14,6 +14,11 @@ const secret = { 'x-secret': true };
 const millis = { maximum: MAX_TIMER_MS };
 /** Seconds settings become timers in ms. */
 const seconds = { maximum: Math.floor(MAX_TIMER_MS / 1000) };
+/**
+ * Largest replay buffer: bodies up to the limit are held in memory, per request (issue 13: with
+ * 10^12 accepted, one 200 MB POST took the process from 63 MB to 847 MB).
+ */
+const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
 /** The API requires a renewal at least every 15 minutes (its description, sections 5 and 8). */
 const MAX_TOKEN_LIFETIME_SECONDS = 900;
 
@@ -37,7 +42,7 @@ export const AttachmentSchema = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.' }),
     value: Type.String({
       maxLength: 8192,
-      description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values.',
+      description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values. At least one entry must carry {token}.',
     }),
   },
   { additionalProperties: false },
@@ -59,7 +64,7 @@ export const LocalizationSchema = Type.Object(
     token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', ...env('B2B_L10N_TOKEN'), ...secret })),
     tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE') })),
     pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
-    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/component/language) exported as metrics.' }),
+    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/[category/]component/language) exported as metrics.' }),
     pollIntervalSeconds: Type.Number({ ...seconds, minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
     timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
   },
@@ -115,9 +120,10 @@ export const ConfigSchema = Type.Object(
         }),
         timeoutMs: Type.Optional(Type.Integer({ ...millis, minimum: 100, description: 'Overrides service.timeoutMs for proxied requests (same meaning), in milliseconds (→ 504).' })),
         idleTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 60000, description: 'Longest silence while a response body streams, and longest a client may stop reading one, before the exchange is cut, in milliseconds.' }),
-        replayBodyLimitBytes: Type.Integer({ minimum: 0, default: 1048576, description: 'Request bodies up to this size are buffered so the request can be replayed once after an upstream 401.' }),
+        replayBodyLimitBytes: Type.Integer({ minimum: 0, maximum: MAX_REPLAY_BODY_BYTES, default: 1048576, description: 'Request bodies up to this size (at most 64 MiB; Content-Length or chunked) are streamed upstream with a copy kept, so the request can be sent once more after an upstream 401 or a stale connection; larger ones get the 401 passed back. 0 turns the copy off.' }),
+        replayBufferTotalBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'Most bytes held for replays across all requests in flight; a request that would exceed it loses its replay (b2b_sidecar_replay_buffer_bytes).' }),
         maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
-        keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own).' }),
+        keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own; lowered automatically when the service is seen closing idle connections sooner, see Reliability).' }),
         requestTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 300000, description: 'Longest time a client may take to send a whole request to the listener.' }),
         headersTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
         maxHeaderBytes: Type.Integer({ minimum: 1024, maximum: 1048576, default: 16384, description: 'Largest request header block accepted (→ 431).' }),
@@ -128,7 +134,8 @@ export const ConfigSchema = Type.Object(
     guard: Type.Object(
       {
         allow: Cidrs(['127.0.0.1/32', '::1/128'], 'Source addresses or CIDRs allowed to use the proxy listener; everything else gets 403.'),
-        trustedProxies: Cidrs([], 'Direct peers whose X-Forwarded-For is believed (rightmost untrusted address wins).'),
+        trustedProxies: Cidrs([], 'Direct peers whose X-Forwarded-For is believed (rightmost untrusted address wins). Only proxies: any other client in these ranges can pick its own source address.'),
+        allowAnyone: Type.Boolean({ default: false, description: 'Permit allow or trustedProxies entries that cover everyone (0.0.0.0/0, ::/0, IPv4 shorter than /8, IPv6 shorter than /16): anyone who can reach the listener then acts as the integrator. Logged as a warning at start.' }),
       },
       { additionalProperties: false, default: {} },
     ),

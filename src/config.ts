@@ -51,7 +51,7 @@ export function validateConfig(raw: unknown): Config {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new ConfigError(['(root): must be a mapping of keys to values']);
   }
-  const problems: string[] = validate(data) ? [] : schemaProblems(validate.errors ?? []);
+  const problems: string[] = validate(data) ? [] : schemaProblems(validate.errors ?? [], data);
   checkSemantics(data as Record<string, unknown>, (path, reason) => problems.push(formatProblem(path, reason)));
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return data as Config;
@@ -66,7 +66,7 @@ export function redactConfig(config: Config): unknown {
 }
 
 /** Turns ajv errors into one problem line per key. */
-function schemaProblems(errors: ErrorObject[]): string[] {
+function schemaProblems(errors: ErrorObject[], data: unknown): string[] {
   // A failed union reports each branch too; the union's own error says it better.
   const unions = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
   const out: string[] = [];
@@ -82,6 +82,8 @@ function schemaProblems(errors: ErrorObject[]): string[] {
       out.push(formatProblem([...path, String(params.additionalProperty)], unknownKeyReason(path, String(params.additionalProperty))));
     } else if (error.keyword === 'anyOf') {
       out.push(formatProblem(path, unionReason(path) ?? String(error.message)));
+    } else if (error.keyword === 'type' && params.type === 'string') {
+      out.push(formatProblem(path, notTextReason(valueAt(data, path))));
     } else {
       out.push(formatProblem(path, String(error.message)));
     }
@@ -105,6 +107,26 @@ function unknownKeyReason(parent: ConfigPath, key: string): string {
   const known = Object.keys(schemaAt(parent)?.properties ?? {});
   const near = known.find((k) => k.toLowerCase() === key.toLowerCase());
   return near ? `is not a known key (did you mean ${near}?)` : 'is not a known key';
+}
+
+/**
+ * YAML reads an unquoted `password: 012345` as the number 12345 and `apiKey: yes` as true: the
+ * value is never echoed (it may be a secret), the fix is named.
+ */
+function notTextReason(value: unknown): string {
+  if (typeof value === 'number') return 'must be text, but YAML read an unquoted number here (leading zeros are lost): quote it, e.g. "012345"';
+  if (typeof value === 'boolean') return 'must be text, but YAML read an unquoted yes/no/true/false here: quote it';
+  if (value === null) return 'has no value: give one or leave the key out';
+  return 'must be text (a string)';
+}
+
+function valueAt(data: unknown, path: ConfigPath): unknown {
+  let value = data;
+  for (const segment of path) {
+    if (value === null || typeof value !== 'object') return undefined;
+    value = (value as Record<string | number, unknown>)[segment];
+  }
+  return value;
 }
 
 /** `must be one of: a, b` for a union of literals (log.level, attach[].in). */

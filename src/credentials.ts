@@ -2,6 +2,7 @@ import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'winston';
+import { credentialFileProblem, credentialFromFile, credentialValueProblem } from './credential-content.js';
 import { ConfigError } from './errors.js';
 import type { Config } from './config-schema.js';
 import type { SecretSet } from './secrets.js';
@@ -30,8 +31,6 @@ export interface CredentialStore {
 
 /** Secret files are often swapped in several steps; wait for the directory to settle. */
 const DEBOUNCE_MS = 200;
-/** An ApiKey goes into a header: visible ASCII only, or `setHeader` throws (PITFALLS 14). */
-const HEADER_SAFE = /^[\x21-\x7e]+$/;
 
 interface Source {
   key: 'apiKey' | 'password';
@@ -58,20 +57,30 @@ export async function createCredentialStore(
     const values: Record<string, string> = {};
     for (const s of sources) {
       const label = s.file ? `credentials.${s.key}File (${s.env}_FILE)` : `credentials.${s.key} (${s.env})`;
+      const carrier = s.key === 'apiKey' ? 'header' : 'body';
       let value = s.inline;
+      let problem: string | undefined;
       if (s.file) {
+        let text: string;
         try {
-          value = (await readFile(s.file, 'utf8')).trimEnd();
+          text = await readFile(s.file, 'utf8');
         } catch (err) {
           problems.push(`${label}: cannot read ${s.file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
           continue;
         }
-        if (!value) problems.push(`${label}: ${s.file} is empty`);
+        problem = credentialFileProblem(text, carrier);
+        if (problem) problem = `${s.file} ${problem}`;
+        value = credentialFromFile(text);
       } else if (!value) {
-        problems.push(`${label}: missing (set credentials.${s.key} or credentials.${s.key}File)`);
+        problem = `missing (set credentials.${s.key} or credentials.${s.key}File)`;
+      } else {
+        problem = credentialValueProblem(value, carrier);
       }
-      if (value && s.key === 'apiKey' && !HEADER_SAFE.test(value)) {
-        problems.push(`${label}: must be visible ASCII without spaces (it is sent as a header)`);
+      if (problem) {
+        // The value is not kept, but registered: a later log line must not show it either.
+        secrets.add(value);
+        problems.push(`${label}: ${problem}`);
+        continue;
       }
       if (value) {
         secrets.add(value);

@@ -45,11 +45,19 @@ export class InvalidResponseError extends SidecarError {
   }
 }
 
-/** The auth server could not be reached or failed (network, TLS, timeout, 5xx). */
+/**
+ * The auth server could not be reached or failed (network, TLS, timeout, 5xx). When it answered,
+ * `upstreamStatus` is its HTTP status and `location` the redirect target (never followed), so
+ * `doctor` can say what to change.
+ */
 export class TokenRequestError extends SidecarError {
   override name = 'TokenRequestError';
-  constructor(message: string, options?: { cause?: unknown }) {
+  readonly upstreamStatus: number | undefined;
+  readonly location: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; upstreamStatus?: number; location?: string }) {
     super('SIDECAR_ERR_TOKEN_REQUEST', 503, message, options);
+    this.upstreamStatus = options?.upstreamStatus;
+    this.location = options?.location;
   }
 }
 

@@ -5,7 +5,10 @@ import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import httpProxyCommon from 'http-proxy/lib/http-proxy/common.js';
 import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js';
+import { systemClock } from './clock.js';
+import { KeepAliveLearner } from './keep-alive-learner.js';
 import { trustContext } from './tls.js';
+import { markStaleConnectionFailure } from './upstream-retry.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
 import { streamBody } from './upstream-body.js';
 
@@ -18,6 +21,10 @@ httpProxyCommon.urlJoin = (base: string, path: string) => base + path;
 /** Framing for a streamed body of unknown length (Content-Length absent): chunked, never raw. */
 const CHUNKED = Object.freeze({ 'transfer-encoding': 'chunked' });
 
+/** When an agent socket was last released to the pool (clock ms). */
+const FREED_AT = Symbol('b2b-sidecar.freed-at');
+type PooledSocket = { [FREED_AT]?: number };
+
 /** The client response is ours to write; http-proxy only checks these two flags. */
 const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) as unknown as ServerResponse;
 
@@ -29,6 +36,12 @@ const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) 
 class Exchange extends EventEmitter {
   readonly socket = { destroyed: false };
   proxyReq: ClientRequest | undefined;
+  /** How long the pooled socket had been idle when this request took it; -1: a new socket. */
+  idleMs = -1;
+  /** Clock ms when the request was fully written; -1 until then. */
+  sentAt = -1;
+  /** An interim (1xx) answer came: the service has the request, so a failure now is no race. */
+  interim = false;
   constructor(readonly method: string, readonly url: string, readonly headers: Record<string, string | string[]>) {
     super();
   }
@@ -46,15 +59,22 @@ class Exchange extends EventEmitter {
  */
 export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   const basePath = basePathOf(options.baseUrl);
+  const clock = options.clock ?? systemClock;
+  const tls = { ...(options.ca ? { secureContext: trustContext(options.ca) } : {}), rejectUnauthorized: true };
   const agent = new Agent({
     keepAlive: true,
     maxSockets: options.maxSockets,
     maxFreeSockets: options.maxSockets,
     timeout: options.keepAliveTimeoutMs,
     scheduling: 'lifo',
-    ...(options.ca ? { secureContext: trustContext(options.ca) } : {}),
-    rejectUnauthorized: true,
+    ...tls,
   });
+  // Retries after a stale keep-alive socket get a connection of their own.
+  const freshAgent = new Agent({ keepAlive: false, maxSockets: options.maxSockets, ...tls });
+  agent.on('free', (socket: PooledSocket) => void (socket[FREED_AT] = clock.now()));
+  // Node's agent reads `options.timeout` each time a socket goes back to the pool.
+  const agentOptions = (agent as unknown as { options: { timeout: number } }).options;
+  const learner = new KeepAliveLearner(options.keepAliveTimeoutMs, (ms) => void (agentOptions.timeout = ms), options.logger);
   const proxy = httpProxy.createProxyServer({
     target: options.baseUrl.href,
     agent,
@@ -81,6 +101,13 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
     const exchange = req as unknown as Exchange;
     exchange.proxyReq = proxyReq;
+    // http-proxy emits proxyReq from the request's 'socket' event: the socket is assigned.
+    const freedAt = (proxyReq.socket as PooledSocket | null)?.[FREED_AT];
+    if (proxyReq.reusedSocket && freedAt !== undefined) {
+      exchange.idleMs = clock.now() - freedAt;
+      proxyReq.once('finish', () => void (exchange.sentAt = clock.now()));
+      proxyReq.once('information', () => void (exchange.interim = true));
+    }
     exchange.emit('upstream', proxyReq);
   });
   proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
@@ -91,10 +118,17 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     send(request) {
       return new Promise<UpstreamResponse>((resolve, reject) => {
         const exchange = new Exchange(request.method, basePath + request.path, request.headers);
+        const body = request.body;
+        const upload = body !== undefined && !Buffer.isBuffer(body) ? body : undefined;
         let settled = false;
         const finish = (err: Error | undefined, response?: UpstreamResponse) => {
           if (settled) return;
           settled = true;
+          // Before any response byte on a socket that had carried one: the keep-alive race.
+          if (err && exchange.idleMs >= 0 && !exchange.interim) {
+            const afterSent = exchange.sentAt < 0 ? -1 : clock.now() - exchange.sentAt;
+            if (markStaleConnectionFailure(err, afterSent)) learner.staleAfterIdle(exchange.idleMs);
+          }
           clearTimeout(deadline);
           request.signal.offAbort(onAbort);
           if (err) reject(err);
@@ -113,8 +147,8 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
         // A streamed upload counts from its end: a slow client is not the service's delay (the
         // listener's requestTimeoutMs bounds the client).
         let deadline: ReturnType<typeof setTimeout> | undefined;
-        if (request.body === undefined || Buffer.isBuffer(request.body)) deadline = armDeadline();
-        else request.body.once('end', () => { if (!settled) deadline = armDeadline(); });
+        if (!upload) deadline = armDeadline();
+        else upload.once('end', () => { if (!settled) deadline = armDeadline(); });
         if (request.signal.aborted) return onAbort();
         request.signal.onAbort(onAbort);
         exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
@@ -123,19 +157,30 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
           const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
           socket.setTimeout(options.bodyTimeoutMs);
           socket.on('timeout', stalled);
-          proxyRes.once('close', () => {
-            socket.off('timeout', stalled);
-            socket.setTimeout(options.keepAliveTimeoutMs);
-          });
+          // The agent has set the socket's idle timeout again by now (it does when the response
+          // ends, from its options and the service's Keep-Alive hint): only our listener goes.
+          proxyRes.once('close', () => socket.off('timeout', stalled));
+          // The service answered before reading the whole upload: the piping would stall and the
+          // socket stay assigned for good, so after maxSockets of these every request waits
+          // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
+          const proxyReq = exchange.proxyReq;
+          if (proxyReq && upload) {
+            proxyRes.once('end', () => {
+              if (proxyReq.writableFinished) return;
+              upload.unpipe(proxyReq);
+              proxyReq.destroy();
+              upload.resume();
+            });
+          }
           finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
         });
         // Explicit framing for every body: Node's client sends a DELETE/OPTIONS body without
         // Content-Length or chunked framing as raw bytes, which the upstream reads as a new request.
-        const body = request.body;
-        let web: { buffer: Readable; headers?: Record<string, string> };
+        let web: { buffer: Readable; headers?: Record<string, string>; agent?: Agent };
         if (body === undefined) web = { buffer: Readable.from([]) };
         else if (Buffer.isBuffer(body)) web = { buffer: Readable.from([body]), headers: { 'content-length': String(body.length) } };
         else web = request.headers['content-length'] === undefined ? { buffer: body, headers: CHUNKED } : { buffer: body };
+        if (request.fresh) web.agent = freshAgent;
         proxy.web(
           exchange as unknown as IncomingMessage,
           RESPONSE_STANDIN, // with selfHandleResponse only `headersSent`/`finished` are read
@@ -147,6 +192,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     async close() {
       proxy.close();
       agent.destroy();
+      freshAgent.destroy();
     },
   };
 }

@@ -1,7 +1,7 @@
 import ipaddr from 'ipaddr.js';
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
-type Range = [Address, number];
+export type Range = [Address, number];
 
 /**
  * Parses one `guard.allow` / `trustedProxies` entry strictly: four-part decimal IPv4 or IPv6,
@@ -34,7 +34,39 @@ export function parseStrictCidr(entry: string): Range | string {
   return [parsed, bits];
 }
 
-/** Compiles a list once; the returned predicate is what runs per connection. Fails closed. */
+/** The IPv4-mapped block `::ffff:0:0/96`: its last 32 bits are an IPv4 address (RFC 4291 §2.5.5.2). */
+const MAPPED = ipaddr.IPv6.parse('::ffff:0:0');
+/** Narrowest ranges that still count as "everyone" (issue 13 §3). */
+const MIN_IPV4_PREFIX = 8;
+const MIN_IPV6_PREFIX = 16;
+
+/**
+ * The IPv4 range an IPv6 entry stands for, since clients are judged by their IPv4 form
+ * (`::ffff:10.0.0.0/104` is 10.0.0.0/8; `::/0` includes every IPv4-mapped address, so all of
+ * IPv4). Undefined when the entry holds no IPv4-mapped address.
+ */
+export function ipv4Equivalent([addr, bits]: Range): Range | undefined {
+  if (addr.kind() !== 'ipv6') return undefined;
+  const v6 = addr as ipaddr.IPv6;
+  if (bits >= 96) return v6.isIPv4MappedAddress() ? [v6.toIPv4Address(), bits - 96] : undefined;
+  return MAPPED.match(v6, bits) ? [ipaddr.IPv4.parse('0.0.0.0'), 0] : undefined;
+}
+
+/**
+ * True when a range admits (nearly) everyone: IPv4 shorter than /8, IPv6 shorter than /16, or
+ * IPv6 holding all of IPv4 through the mapped block (`::ffff:0:0/96`, `::/80`).
+ */
+export function coversEveryone(range: Range): boolean {
+  const v4 = range[0].kind() === 'ipv4' ? range : ipv4Equivalent(range);
+  if (v4 !== undefined && v4[1] < MIN_IPV4_PREFIX) return true;
+  return range[0].kind() === 'ipv6' && range[1] < MIN_IPV6_PREFIX;
+}
+
+/**
+ * Compiles a list once; the returned predicate is what runs per connection. Fails closed.
+ * IPv6 entries that hold IPv4-mapped addresses also match the plain IPv4 client, because peers
+ * are normalised to IPv4 (parsePeer) before they are judged.
+ */
 export function compileRanges(entries: readonly string[]): (addr: Address) => boolean {
   const v4: Range[] = [];
   const v6: Range[] = [];
@@ -42,6 +74,8 @@ export function compileRanges(entries: readonly string[]): (addr: Address) => bo
     const range = parseStrictCidr(entry);
     if (typeof range === 'string') throw new Error(`${entry} ${range}`);
     (range[0].kind() === 'ipv4' ? v4 : v6).push(range);
+    const mapped = ipv4Equivalent(range);
+    if (mapped) v4.push(mapped);
   }
   return (addr) => {
     const list = addr.kind() === 'ipv4' ? v4 : v6;

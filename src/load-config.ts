@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { validateConfig, type Config } from './config.js';
-import { envBindings, formatProblem, isRecord, schemaAt, type ConfigPath, type SchemaNode } from './config-walk.js';
+import { hostProblems } from './config-hosts.js';
+import { envBindings, formatProblem, isRecord, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './config-walk.js';
 import { ConfigError } from './errors.js';
 
 /**
@@ -10,20 +11,23 @@ import { ConfigError } from './errors.js';
  * `path` undefined means env only (containers). An empty env var counts as unset, as
  * docker-compose's `${VAR}` expands a missing variable to "".
  * `...File` keys stay paths: the credential store re-reads them on rotation.
+ * This is the one validation entry of every command (`check-config`, `run`, `token`, `doctor`),
+ * so they all reach the same verdict.
  *
  * @throws ConfigError listing every problem: file, env coercion and validation together.
  */
 export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
   const { data, problems: fileProblems } = path === undefined ? { data: {}, problems: [] } : await readConfigFile(path);
   const problems = [...fileProblems, ...applyEnv(data, env)];
-  let config: Config;
+  let config: Config | undefined;
   try {
     config = validateConfig(data);
   } catch (err) {
-    if (err instanceof ConfigError) throw new ConfigError([...problems, ...err.problems]);
-    throw err;
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  problems.push(...await hostProblems(data));
+  if (problems.length > 0 || config === undefined) throw new ConfigError(problems);
   return config;
 }
 
@@ -45,6 +49,11 @@ async function readConfigFile(path: string): Promise<{ data: Record<string, unkn
     // Only the first line of yaml's message: the rest quotes the source, which may hold a secret.
     throw new ConfigError(doc.errors.map((e) => {
       const where = e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : '';
+      // yaml's own text names its API (parseAllDocuments()); say what is wrong in the file instead.
+      if (e.code === 'MULTIPLE_DOCS') {
+        const line = e.linePos ? ` at line ${e.linePos[0].line}` : '';
+        return `config file ${path}: holds more than one YAML document (the "---"${line} starts another); keep a single document`;
+      }
       const what = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
       return `config file ${path}: invalid YAML${where}: ${what}`;
     }));
@@ -61,7 +70,23 @@ async function readConfigFile(path: string): Promise<{ data: Record<string, unkn
   }
   if (value === null || value === undefined) return { data: {}, problems: [] };
   if (!isRecord(value)) throw new ConfigError([`config file ${path}: must be a mapping of keys to values`]);
+  coerceBooleans(value);
   return { data: value, problems: silentYamlChanges(path, doc, lineCounter) };
+}
+
+/**
+ * YAML 1.2 reads `yes`, `on`, `off` as strings; the env vars accept them for booleans, so the
+ * file does too (`log.requests: yes`), with the same words. In place.
+ */
+function coerceBooleans(data: Record<string, unknown>): void {
+  walkProperties((path, node) => {
+    if (node.type !== 'boolean') return;
+    const parent = getAt(data, path.slice(0, -1).map(String));
+    const key = String(path[path.length - 1]);
+    if (!isRecord(parent) || typeof parent[key] !== 'string') return;
+    const value = coerce(parent[key], node);
+    if (typeof value === 'boolean') parent[key] = value;
+  });
 }
 
 /** Lines of aliases (`*name`) with no anchor before them. */

@@ -1,4 +1,6 @@
 import type { Readable } from 'node:stream';
+import type { Logger } from 'winston';
+import type { Clock } from './clock.js';
 import type { UpstreamBody } from './upstream-body.js';
 
 /** One request to the upstream, with final headers (credentials already attached). */
@@ -7,10 +9,15 @@ export interface UpstreamRequest {
   /** Origin-form path and query, relative to the engine's base URL. */
   path: string;
   headers: Record<string, string | string[]>;
-  /** A buffered body (replayable), the client's stream (not replayable), or none. */
+  /** A complete body (a replay), a stream (the client's, or a ReplayTee copying it), or none. */
   body: Buffer | Readable | undefined;
   /** Fires when the client goes away; the engine must then release the upstream request. */
   signal: ClientGone;
+  /**
+   * Send on a new connection, not a pooled one: the retry after a reused connection failed
+   * (see upstream-retry.ts).
+   */
+  fresh?: boolean;
 }
 
 export interface UpstreamResponse {
@@ -42,6 +49,10 @@ export interface EngineOptions {
   headersTimeoutMs: number;
   /** Longest silence while the response body streams before the exchange is aborted. */
   bodyTimeoutMs: number;
+  /** For connection idle ages (the keep-alive learner); the system clock when absent. */
+  clock?: Clock;
+  /** Where a learned keep-alive timeout is reported. */
+  logger?: Logger;
 }
 
 /**

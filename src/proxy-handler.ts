@@ -6,14 +6,17 @@ import type { CredentialSource, RouteCredentials } from './credential-source.js'
 import { SidecarError } from './errors.js';
 import { connectionNominated, STRIPPED_REQUEST_HEADERS, STRIPPED_RESPONSE_HEADERS } from './hop-by-hop.js';
 import type { IpGuard } from './ip-guard.js';
-import { ClientGone, type ProxyEngine, type UpstreamResponse } from './proxy-engine.js';
+import type { Metrics, RouteName } from './metrics.js';
+import { ClientGone, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from './proxy-engine.js';
+import type { ReplayBudget } from './replay-body.js';
 import { planBody, type BodyPlan } from './request-body.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from './upstream-error.js';
 import { sendJson } from './send-json.js';
 import { bufferedBody } from './upstream-body.js';
+import { retryReason, type RetryReason } from './upstream-retry.js';
 
-export type RouteName = 'service' | 'localization';
+export type { RouteName } from './metrics.js';
 
 /** One upstream the listener forwards to. Routes are matched by path prefix, longest first. */
 export interface ProxyRoute {
@@ -28,16 +31,14 @@ export interface ProxyRoute {
   stripHeaders: ReadonlySet<string>;
   stripQuery: ReadonlySet<string>;
   stripCookies: ReadonlySet<string>;
+  /** Maps a response's `Location` (e.g. an upstream redirect) back under this route. */
+  rewriteLocation?(location: string): string;
 }
 
-/** The metric hooks the proxy calls (see metrics.ts). */
-export interface ProxyMetrics {
-  requestStarted(): void;
-  responseStarted(route: RouteName, method: string, code: number, seconds: number): void;
-  requestEnded(): void;
-  guardDenied(): void;
-  upstreamUnauthorized(): void;
-}
+/** The metric hooks the proxy calls: a part of the metrics module's contract, not a copy of it. */
+export type ProxyMetrics = Pick<Metrics,
+  'requestStarted' | 'responseStarted' | 'requestEnded' | 'guardDenied' | 'upstreamUnauthorized' |
+  'upstreamRetried' | 'replayCaptureDropped' | 'localResponse'>;
 
 export interface ProxyHandlerOptions {
   routes: ProxyRoute[];
@@ -45,10 +46,15 @@ export interface ProxyHandlerOptions {
   metrics: ProxyMetrics;
   logger: Logger;
   clock: Clock;
+  /** Largest request body copied for a replay, bytes; 0 turns body replay off. */
   replayBodyLimitBytes: number;
+  /** Bytes held for replay across all requests in flight. */
+  replayBudget: ReplayBudget;
   logRequests: boolean;
 }
 
+/** A body that cannot be sent a second time. */
+const NOT_REPLAYABLE = Symbol('not replayable');
 /** Largest 401 body kept aside so it can still be passed back if the token renewal fails. */
 const MAX_HELD_401_BYTES = 64 * 1024;
 const GUARD_DECISION = Symbol('b2b-sidecar.guard');
@@ -61,6 +67,7 @@ type GuardedSocket = { [GUARD_DECISION]?: boolean };
  */
 export function createProxyHandler(options: ProxyHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { guard, metrics, logger, clock } = options;
+  const replay = { limit: options.replayBodyLimitBytes, budget: options.replayBudget, onDrop: metrics.replayCaptureDropped };
   const routes = [...options.routes].sort((a, b) => b.prefix.length - a.prefix.length);
 
   const allowed = (req: IncomingMessage): boolean => {
@@ -77,9 +84,12 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const route = pickRoute(routes, url);
+    // Read now: once undici has consumed the request as a body, `req.socket` is null (PITFALLS 29).
+    const source = req.socket.remoteAddress;
     metrics.requestStarted();
     const respond = (status: number, message: string, headers?: Record<string, string>) => {
       metrics.responseStarted(route.name, method, status, (clock.now() - started) / 1000);
+      metrics.localResponse(route.name, status);
       sendJson(res, status, message, headers);
     };
     const gone = new ClientGone();
@@ -90,14 +100,14 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       if (options.logRequests) {
         logger.info('request', {
           method, route: route.name, status: res.headersSent ? res.statusCode : 499,
-          durationMs: Math.round(clock.now() - started), source: req.socket.remoteAddress,
+          durationMs: Math.round(clock.now() - started), source,
         });
       }
     });
 
     if (!allowed(req)) {
       metrics.guardDenied();
-      logger.warn('request denied by the source guard', { source: req.socket.remoteAddress, forwardedFor: req.headers['x-forwarded-for'] });
+      logger.warn('request denied by the source guard', { source, forwardedFor: req.headers['x-forwarded-for'] });
       return respond(403, 'source address not allowed');
     }
     const badTarget = checkRequestTarget(url);
@@ -116,17 +126,26 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       const badPath = checkRequestTarget(path);
       if (badPath) return respond(400, badPath);
     }
-    // Credentials are taken only once the body is read: a slow upload must not carry a token
-    // that expired while it was being buffered.
-    const go = (body: BodyPlan) => {
-      const credentials = route.credentials.current();
-      return credentials
-        ? forward(route, req, res, credentials, body, gone, started, path)
-        : route.credentials.acquire().then((c) => forward(route, req, res, c, body, gone, started, path));
-    };
-    const bodyPlan = planBody(req, options.replayBodyLimitBytes);
-    if (bodyPlan instanceof Promise) bodyPlan.then(go).catch(fail);
-    else go(bodyPlan).catch(fail);
+    // The body streams upstream at once (a copy kept for a replay where it fits), so the
+    // credentials are the current ones at dispatch.
+    const body = planBody(req, replay);
+    const credentials = route.credentials.current();
+    const forwarded = credentials
+      ? forward(route, req, res, credentials, body, gone, started, path)
+      : route.credentials.acquire().then((c) => forward(route, req, res, c, body, gone, started, path));
+    forwarded.then(
+      () => { if (body.kind !== 'none') body.tee.release(); },
+      (err: unknown) => {
+        // No token, service unreachable, a failed upload: the engine may never have read the
+        // body. Reading the rest (and discarding it) lets the client finish sending and read the
+        // answer; a paused request would wedge its keep-alive connection.
+        if (body.kind !== 'none') {
+          body.tee.release();
+          body.tee.destroy();
+        }
+        fail(err);
+      },
+    );
 
     function fail(err: unknown) {
       if (gone.aborted || res.destroyed) return; // client gone: nobody to answer
@@ -139,48 +158,92 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
 
   async function forward(
     route: ProxyRoute, req: IncomingMessage, res: ServerResponse, credentials: RouteCredentials,
-    body: BodyPlan, signal: ClientGone, started: number, path: string,
+    plan: BodyPlan, signal: ClientGone, started: number, path: string,
   ): Promise<void> {
     const method = req.method ?? 'GET';
-    const send = (c: RouteCredentials) => route.engine.send({
+    const tee = plan.kind === 'tee' ? plan.tee : undefined;
+    let body: UpstreamRequest['body'] = plan.kind === 'none' ? undefined : plan.tee;
+    const send = (c: RouteCredentials, fresh: boolean) => route.engine.send({
       method,
       path: route.stripQuery.size || c.prepared.query ? rewriteQuery(path, route.stripQuery, c.prepared.query) : path,
       headers: outgoingHeaders(req, route, c),
-      body: body.kind === 'buffered' ? body.body : body.kind === 'stream' ? req : undefined,
+      body,
       signal,
+      fresh,
     });
-    let upstream = await send(credentials);
+    /** The whole body for a second attempt, or NOT_REPLAYABLE (streamed, or its copy given up). */
+    const bodyAgain = async (): Promise<Buffer | undefined | typeof NOT_REPLAYABLE> => {
+      if (plan.kind === 'none') return undefined;
+      return (await tee?.captured()) ?? NOT_REPLAYABLE;
+    };
+    let retried = false;
+    /** One attempt, sent once more on a fresh connection when a stale keep-alive one failed before any answer (once per client request). */
+    const attempt = async (c: RouteCredentials): Promise<UpstreamResponse> => {
+      try {
+        return await send(c, false);
+      } catch (err) {
+        const reason = retryReason(err, method);
+        if (reason === undefined || retried || signal.aborted) throw err;
+        retried = true;
+        const again = await bodyAgain();
+        if (again === NOT_REPLAYABLE) throw err;
+        body = again;
+        metrics.upstreamRetried(reason);
+        logger.debug('retrying on a fresh connection: a reused one failed before any answer', { route: route.name, method, reason });
+        return send(c, true);
+      }
+    };
+
+    let upstream = await attempt(credentials);
     if (upstream.status === 401 && route.credentials.renewAfterUnauthorized) {
       metrics.upstreamUnauthorized();
-      if (body.kind === 'stream') {
-        // The body is gone, so no replay; but the token is still renewed for the next requests.
-        route.credentials.renewAfterUnauthorized(credentials).catch(() => undefined);
-      } else {
-        // The service did not process a 401'd request, so replaying any method once is safe.
-        const held = await hold(upstream);
-        let renewed: RouteCredentials | undefined;
-        try {
-          renewed = await route.credentials.renewAfterUnauthorized(credentials);
-        } catch (err) {
-          logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
-        }
-        // A throttled or failed renewal can settle with the very credentials just rejected:
-        // replaying with them would only earn a second 401.
-        if (renewed && renewed.generation !== credentials.generation) {
-          upstream = await send(renewed);
-          if (upstream.status === 401) metrics.upstreamUnauthorized();
-        } else {
-          upstream = held;
-        }
-      }
+      upstream = await replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream' ? NOT_REPLAYABLE : undefined, async (renewed) => {
+        const again = await bodyAgain();
+        if (again === NOT_REPLAYABLE) return undefined;
+        body = again;
+        return attempt(renewed);
+      });
     }
+    // The copy is only for a second attempt before an answer: not needed past this point.
+    tee?.release();
     writeResponse(route, req, res, upstream, started);
+  }
+
+  /**
+   * After an upstream 401: renew the token and send the request once more with it. The service did
+   * not process a 401'd request, so replaying any method once is safe. `resend` gives undefined
+   * when the body cannot be sent again (streamed, or its copy given up); the 401 is then passed back.
+   */
+  async function replayAfterUnauthorized(
+    route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: typeof NOT_REPLAYABLE | undefined,
+    resend: (renewed: RouteCredentials) => Promise<UpstreamResponse | undefined>,
+  ): Promise<UpstreamResponse> {
+    const renew = route.credentials.renewAfterUnauthorized!;
+    if (streamed) {
+      // The body is gone, so no replay; but the token is still renewed for the next requests.
+      renew(credentials).catch(() => undefined);
+      return rejected;
+    }
+    const held = await hold(rejected);
+    let renewed: RouteCredentials | undefined;
+    try {
+      renewed = await renew(credentials);
+    } catch (err) {
+      logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
+    }
+    // A throttled or failed renewal can settle with the very credentials just rejected:
+    // replaying with them would only earn a second 401.
+    if (!renewed || renewed.generation === credentials.generation) return held;
+    const replayed = await resend(renewed);
+    if (!replayed) return held;
+    if (replayed.status === 401) metrics.upstreamUnauthorized();
+    return replayed;
   }
 
   function writeResponse(route: ProxyRoute, req: IncomingMessage, res: ServerResponse, upstream: UpstreamResponse, started: number): void {
     const seconds = (clock.now() - started) / 1000;
     try {
-      res.writeHead(upstream.status, responseHeaders(upstream.headers));
+      res.writeHead(upstream.status, responseHeaders(upstream.headers, route.rewriteLocation));
     } catch (err) {
       // A header value Node refuses to send (e.g. a control character): answered as a 502.
       upstream.body.destroy();
@@ -230,7 +293,7 @@ function outgoingHeaders(req: IncomingMessage, route: ProxyRoute, credentials: R
   return out;
 }
 
-function responseHeaders(headers: UpstreamResponse['headers']): Record<string, string | string[]> {
+function responseHeaders(headers: UpstreamResponse['headers'], rewriteLocation?: (location: string) => string): Record<string, string | string[]> {
   const nominated = connectionNominated(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
@@ -238,6 +301,7 @@ function responseHeaders(headers: UpstreamResponse['headers']): Record<string, s
     if (value === undefined || STRIPPED_RESPONSE_HEADERS.has(name) || nominated?.has(name)) continue;
     out[name] = value;
   }
+  if (rewriteLocation && typeof out.location === 'string') out.location = rewriteLocation(out.location);
   return out;
 }
 

@@ -1,35 +1,34 @@
 import type { IncomingMessage } from 'node:http';
+import { ReplayTee, type CaptureDropReason, type ReplayBudget } from './replay-body.js';
 
 /**
- * How a request body is sent upstream: not at all, fully buffered (so it can be replayed once
- * after a 401), or streamed straight through (larger or unknown-length bodies).
+ * How a request body goes upstream: none; streamed straight from the client (not replayable:
+ * declared larger than the replay limit, or replay off); or streamed while a copy is kept for
+ * one replay (a Content-Length within the limit, or chunked — dropped if it outgrows it).
+ * Bodies are never held back before sending: a slow upload reaches the service as it arrives.
  */
-export type BodyPlan = { kind: 'none' } | { kind: 'buffered'; body: Buffer } | { kind: 'stream' };
+export type BodyPlan = { kind: 'none' } | { kind: 'stream'; tee: ReplayTee } | { kind: 'tee'; tee: ReplayTee };
 
 const NONE: BodyPlan = { kind: 'none' };
-const STREAM: BodyPlan = { kind: 'stream' };
 
-/**
- * Decides the plan from the framing headers and, for small bodies, reads the body. Chunked
- * bodies are streamed: their size is unknown until the end, and holding a request back to find
- * out would add latency to every upload.
- */
-export function planBody(req: IncomingMessage, replayLimit: number): BodyPlan | Promise<BodyPlan> {
-  if (req.headers['transfer-encoding'] !== undefined) return STREAM;
-  const length = req.headers['content-length'];
-  if (length === undefined || length === '0') return NONE;
-  if (Number(length) > replayLimit) return STREAM;
-  return readAll(req).then((body) => ({ kind: 'buffered', body }));
+export interface ReplayCapture {
+  /** Largest body copied for replay, bytes (0: replay of bodies off). */
+  limit: number;
+  budget: ReplayBudget;
+  onDrop(reason: CaptureDropReason): void;
 }
 
-function readAll(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
-    req.once('error', reject);
-    req.once('close', () => {
-      if (!req.complete) reject(Object.assign(new Error('client aborted the request body'), { code: 'ECONNRESET' }));
-    });
-  });
+/**
+ * Both streamed kinds go through a ReplayTee, the copy-less one too: an engine that gives up on an
+ * upload destroys the stream it was handed, and that must not be the client's request (its
+ * connection, and the answer on its way, would go with it).
+ */
+export function planBody(req: IncomingMessage, replay: ReplayCapture): BodyPlan {
+  if (req.headers['transfer-encoding'] === undefined) {
+    const length = req.headers['content-length'];
+    if (length === undefined || length === '0') return NONE;
+    if (Number(length) > replay.limit) return { kind: 'stream', tee: new ReplayTee(req, 0, replay.budget, replay.onDrop) };
+  }
+  const kind = replay.limit === 0 ? 'stream' : 'tee';
+  return { kind, tee: new ReplayTee(req, replay.limit, replay.budget, replay.onDrop) };
 }

@@ -9,15 +9,18 @@ import type { Config } from './config-schema.js';
 import { tokenCredentials } from './credential-source.js';
 import { createCredentialStore, type CredentialStore } from './credentials.js';
 import { StoppedDuringStartError } from './errors.js';
+import { configWarnings } from './config-warnings.js';
 import { compileIpGuard } from './ip-guard.js';
+import { ListenError } from './listen-error.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createMetrics, createRegistry, type Metrics } from './metrics.js';
 import { createProxyEngine } from './create-engine.js';
 import { createProxyHandler, type ProxyRoute } from './proxy-handler.js';
 import { createListener, type Listener } from './proxy-server.js';
+import { ReplayBudget } from './replay-body.js';
 import type { SecretSet } from './secrets.js';
 import { loadTrustedCas } from './tls.js';
-import { createTokenClient, type TokenClient } from './token-client.js';
+import { createTokenClient, gentokenUrl, type TokenClient } from './token-client.js';
 import { TokenManager } from './token-manager.js';
 
 export interface SidecarDeps {
@@ -105,7 +108,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
-    const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false });
+    const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
+    const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
     const serviceCa = loadTrustedCas(config.service.caFile);
     credentials = await createCredentialStore(config.credentials, { logger, secrets });
     stops.push(() => credentials?.close());
@@ -124,7 +128,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const headersTimeoutMs = config.proxy.timeoutMs ?? config.service.timeoutMs;
     const engineOptions = {
       maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
-      headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs,
+      headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs, clock, logger,
     };
     const serviceEngine = await createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
     stops.push(() => serviceEngine.close());
@@ -149,7 +153,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
 
     const handler = createProxyHandler({
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
-      replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, logRequests: config.log.requests,
+      replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
     });
     listener = createListener(handler, config.proxy, logger);
     const adminGuard = compileIpGuard(config.admin.allow);
@@ -162,11 +166,15 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     admin.requestTimeout = 30_000;
     // Registered before listening: a stop() racing the bind still closes the server.
     stops.push(() => closeServer(admin));
-    const adminPort = await listen(admin, config.admin.host, config.admin.port);
+    const adminPort = await listen(admin, config.admin.host, config.admin.port).catch((err: unknown) => {
+      throw new ListenError('admin', config.admin.host, config.admin.port, err);
+    });
     alive();
     const proxyListener = listener;
     stops.push(() => proxyListener.close(0));
-    const port = await listener.listen(config.listen.host, config.listen.port);
+    const port = await listener.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
+      throw new ListenError('proxy', config.listen.host, config.listen.port, err);
+    });
     alive();
 
     phase = 'started';
@@ -174,9 +182,10 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     credentials.watch(() => void reloadCredentials());
     logger.info('sidecar started', {
       listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
-      service: new URL(config.service.baseUrl).origin, engine: config.proxy.engine,
+      service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(config.service.baseUrl), engine: config.proxy.engine,
       localization: l10n ? new URL(l10n.baseUrl).origin : undefined,
     });
+    for (const warning of configWarnings(config)) logger.warn(warning.message, warning.fields);
     return { port, adminPort };
   }
 

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 
@@ -9,10 +10,30 @@ import { createSecureContext, rootCertificates, type SecureContext } from 'node:
 export function loadTrustedCas(caFile: string | undefined): string[] | undefined {
   if (!caFile) return undefined;
   const extra = readFileSync(caFile, 'utf8');
-  if (!extra.includes('-----BEGIN CERTIFICATE-----')) {
-    throw new Error(`${caFile} holds no PEM certificate`);
-  }
+  const problem = pemCertificatesProblem(extra);
+  if (problem) throw new Error(`${caFile} ${problem}`);
   return [...rootCertificates, extra];
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----/g;
+
+/**
+ * Why a CA file's text is not a list of certificates, or undefined. Every PEM block is parsed:
+ * the armour alone proves nothing (a key, a CSR or a truncated paste pass a text search and then
+ * fail, or are silently skipped, when the trust store is built).
+ */
+export function pemCertificatesProblem(text: string): string | undefined {
+  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) return 'holds no PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)';
+  for (const [i, block] of blocks.entries()) {
+    try {
+      new X509Certificate(block);
+    } catch (err) {
+      const which = blocks.length === 1 ? 'its certificate' : `certificate ${i + 1} of ${blocks.length}`;
+      return `holds PEM armour, but ${which} is not an X.509 certificate (${(err as { code?: string }).code ?? 'unparsable'})`;
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -87,9 +87,10 @@ export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions
         if (res.status === 401) throw new TokenUnauthorizedError(scrub(serverMessage(await readBody(res)), c));
         res.body.destroy();
         if (res.status >= 300 && res.status < 400) {
-          throw new TokenRequestError('auth server answered with a redirect (not followed)');
+          const location = redirectTarget(res.headers.location, url);
+          throw new TokenRequestError('auth server answered with a redirect (not followed)', { upstreamStatus: res.status, location });
         }
-        throw new TokenRequestError(`auth server answered HTTP ${res.status}`);
+        throw new TokenRequestError(`auth server answered HTTP ${res.status}`, { upstreamStatus: res.status });
       } catch (err) {
         throw describeFailure(err, deadline.aborted ? timeoutMs : undefined);
       } finally {
@@ -151,6 +152,18 @@ function serverMessage(text: string): string {
     // not JSON: fall through
   }
   return 'HTTP 401 without a message';
+}
+
+/** Where a redirect points, resolved against the request URL; without its query, which may carry anything. */
+function redirectTarget(header: string | string[] | undefined, base: URL): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  if (!value) return undefined;
+  try {
+    const to = new URL(value, base);
+    return `${to.origin}${to.pathname}`;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A server that echoes what it was sent must not get the credentials into our logs. */

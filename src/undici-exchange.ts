@@ -2,7 +2,10 @@ import type { ServerResponse } from 'node:http';
 import type { DeadlineEntry, DeadlineQueue } from './deadline-queue.js';
 import type { ClientGone, UpstreamResponse } from './proxy-engine.js';
 import type { UpstreamBody } from './upstream-body.js';
+import type { Clock } from './clock.js';
+import type { ConnectionAware, PooledConnection } from './undici-connections.js';
 import { parseHeaders } from './undici-core.js';
+import { markStaleConnectionFailure } from './upstream-retry.js';
 
 /** Where body chunks go once the caller has decided: the client response, or a buffer. */
 interface Sink {
@@ -27,17 +30,33 @@ export interface ExchangeDeadlines {
   paused: DeadlineQueue;
 }
 
+/** What the proxy engine's exchanges report about the connections they ran on. */
+export interface ConnectionReports {
+  clock: Clock;
+  /** A reused connection idle for `idleMs` failed before any response byte (the keep-alive race). */
+  staleAfterIdle(idleMs: number): void;
+}
+
 /**
  * One request on undici's dispatcher (its handler interface) that is also the response body.
  * Instead of undici's `request()` API (a BodyReadable, an AsyncResource and signal bookkeeping
  * per call, then pipe() into the client), chunks go straight into the client response with
  * back-pressure; a small answer that arrived whole goes out with a single `res.end(chunk)`.
  */
-export class UndiciExchange implements UpstreamBody, DeadlineEntry {
+export class UndiciExchange implements UpstreamBody, DeadlineEntry, ConnectionAware {
   #resolve: ((response: UpstreamResponse) => void) | undefined;
   #reject: ((err: Error) => void) | undefined;
   readonly #signal: ClientGone;
   readonly #deadlines: ExchangeDeadlines | undefined;
+  readonly #reports: ConnectionReports | undefined;
+  /** Set by the pool (undici-connections.ts) when a Client takes the request. */
+  connection: PooledConnection | undefined = undefined;
+  /** How long the connection had been idle when this request was written; -1: a new connection. */
+  #idleMs = -1;
+  /** Clock ms when the request was fully written; -1 until then. */
+  #sentAt = -1;
+  /** An interim (1xx) answer came: the service has the request, so a failure now is no race. */
+  #interim = false;
   #abort: ((reason: Error) => void) | undefined;
   /** Why the exchange ended before undici connected it: aborted as soon as it does. */
   #failed: Error | undefined;
@@ -59,9 +78,10 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry {
    * Without `deadlines` (the token client, which aborts through `signal` on its own deadline)
    * only undici's own timeouts apply.
    */
-  constructor(signal: ClientGone, resolve: (response: UpstreamResponse) => void, reject: (err: Error) => void, deadlines?: ExchangeDeadlines) {
+  constructor(signal: ClientGone, resolve: (response: UpstreamResponse) => void, reject: (err: Error) => void, deadlines?: ExchangeDeadlines, reports?: ConnectionReports) {
     this.#signal = signal;
     this.#deadlines = deadlines;
+    this.#reports = reports;
     this.#resolve = resolve;
     this.#reject = reject;
     signal.onAbort(this.#onClientGone);
@@ -76,6 +96,8 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry {
     if (this.#signal.aborted) throw clientAborted();
     if (this.#failed) throw this.#failed;
     this.#abort = abort;
+    const connection = this.connection;
+    if (connection && connection.responses > 0 && this.#reports) this.#idleMs = this.#reports.clock.now() - connection.idleSince;
   }
 
   // The header deadline restarts with every piece of request body written and once the request
@@ -85,12 +107,16 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry {
   }
 
   onRequestSent(): void {
+    if (this.#reports) this.#sentAt = this.#reports.clock.now();
     if (this.#reject) this.#deadlines?.headers.add(this);
   }
 
   onHeaders(status: number, rawHeaders: Buffer[], resume: () => void): boolean {
     // Interim answers (100, 102, 103 Early Hints) are not the response: wait for the final one.
-    if (status < 200) return true;
+    if (status < 200) {
+      this.#interim = true;
+      return true;
+    }
     this.#deadlines?.headers.remove(this);
     this.#resume = resume;
     const resolve = this.#resolve!;
@@ -114,6 +140,11 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry {
 
   onComplete(): void {
     this.#done = true;
+    const connection = this.connection;
+    if (connection && this.#reports) {
+      connection.responses++;
+      connection.idleSince = this.#reports.clock.now();
+    }
     this.deadlineQueue?.remove(this);
     this.#signal.offAbort(this.#onClientGone);
     this.#sink?.end();
@@ -125,6 +156,12 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry {
     if (this.#reject) {
       const reject = this.#reject;
       this.#resolve = this.#reject = undefined;
+      // Before any response byte on a connection that had carried one: the keep-alive race.
+      if (this.#idleMs >= 0 && !this.#interim) {
+        const reports = this.#reports!;
+        const afterSent = this.#sentAt < 0 ? -1 : reports.clock.now() - this.#sentAt;
+        if (markStaleConnectionFailure(err, afterSent)) reports.staleAfterIdle(this.#idleMs);
+      }
       reject(err);
       return;
     }

@@ -47,7 +47,7 @@ describe('check-config', () => {
     assert.equal(await checkConfigCommand({}, run.io), 2);
     const lines = run.stderr().trimEnd().split('\n');
     assert.equal(lines[0], 'invalid configuration:');
-    assert.deepEqual(lines.slice(1).map((l) => l.trim().replace(/: .*/, '')), [
+    assert.deepEqual(lines.slice(1).map((l) => l.replace(/^ {2}- /, '').replace(/: .*/, '')), [
       'listen.port (B2B_LISTEN_PORT)',
       'service.baseUrl (B2B_BASE_URL)',
       'credentials.apiKey (B2B_API_KEY)',

@@ -218,6 +218,15 @@ describe('validateConfig: problems', () => {
     assert.deepEqual(problems.map((p) => p.split(': ')[0]), [1, 2, 3, 4, 5].map((i) => `localization.watch[${i}]`));
   });
 
+  it('accepts category paths in localization.watch, plain or %2F-encoded, and finds a duplicate across the two forms', () => {
+    const problems = withChange((c) => {
+      c.localization = { baseUrl: 'https://l.example', watch: ['app/docs/ui/en', 'app/a/b/ui/de', 'app/docs%2Fui/en', 'app/docs%2F..%2Fx/en'] };
+    });
+    assert.equal(problems.length, 2, problems.join('\n'));
+    assert.match(problems[0]!, /^localization\.watch\[2\]: "app\/docs%2Fui\/en" is listed twice$/);
+    assert.match(problems[1]!, /^localization\.watch\[3\]: .*is not a slug/);
+  });
+
   it('requires a sane renewal window', () => {
     assert.match(withChange((c) => { c.token = { renewAt: 0.9, maxLifetimeSeconds: 2 }; }).join(), /^token\.renewAt: leaves only 0\.20 s/);
     assert.match(withChange((c) => { c.token = { renewAt: 0.1, maxLifetimeSeconds: 5 }; }).join(), /^token\.renewAt: renews 0\.50 s after issue/);

@@ -26,15 +26,15 @@ describe('credential store', () => {
   it('reads files, trims trailing newlines and registers every value as a secret', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'key'), 'key-1234\r\n');
-    writeFileSync(join(dir, 'pw'), ' pass word \n\n');
+    writeFileSync(join(dir, 'pw'), 'pass word \n\n');
     const secrets = new SecretSet();
     const { logger } = captureLogger();
     const store = await createCredentialStore(
       { apiKeyFile: join(dir, 'key'), passwordFile: join(dir, 'pw'), rkObjectId: 'obj-7' },
       { logger, secrets },
     );
-    assert.deepEqual(store.current(), { apiKey: 'key-1234', password: ' pass word', rkObjectId: 'obj-7', version: 1 });
-    assert.ok(secrets.has('key-1234') && secrets.has(' pass word'));
+    assert.deepEqual(store.current(), { apiKey: 'key-1234', password: 'pass word', rkObjectId: 'obj-7', version: 1 });
+    assert.ok(secrets.has('key-1234') && secrets.has('pass word'));
     store.close();
     rmSync(dir, { recursive: true });
   });
@@ -55,7 +55,7 @@ describe('credential store', () => {
     assert.ok(err instanceof ConfigError);
     assert.deepEqual(err.problems, [
       'credentials.apiKey (B2B_API_KEY): missing (set credentials.apiKey or credentials.apiKeyFile)',
-      `credentials.passwordFile (B2B_PASSWORD_FILE): ${join(dir, 'pw')} is empty`,
+      `credentials.passwordFile (B2B_PASSWORD_FILE): ${join(dir, 'pw')} holds only whitespace`,
     ]);
     rmSync(dir, { recursive: true });
   });

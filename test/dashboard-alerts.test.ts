@@ -7,11 +7,14 @@ import { createMetrics, createRegistry } from '../src/metrics.js';
 const root = new URL('../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
 
-interface Rule { alert: string; expr: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+interface Rule { alert?: string; record?: string; expr: string; labels?: Record<string, string>; annotations?: Record<string, string> }
 interface RuleTest { alert_rule_test: Array<{ alertname: string; exp_alerts: unknown[] }> }
 interface Panel { type: string; id: number; title: string; targets?: Array<{ expr: string }>; panels?: Panel[] }
 
-const rules: Rule[] = parse(read('deploy/prometheus/alerts.yaml')).groups.flatMap((g: { rules: Rule[] }) => g.rules);
+const allRules: Rule[] = parse(read('deploy/prometheus/alerts.yaml')).groups.flatMap((g: { rules: Rule[] }) => g.rules);
+const rules = allRules.filter((r): r is Rule & { alert: string } => r.alert !== undefined);
+/** Series the rule file records itself (`record:`), usable in alerts like exported ones. */
+const recorded = allRules.flatMap((r) => (r.record ? [r.record] : []));
 const ruleTests: RuleTest[] = parse(read('deploy/prometheus/alerts.test.yaml')).tests;
 const dashboard = JSON.parse(read('deploy/grafana/b2b-sidecar.json')) as {
   panels: Panel[]; templating: { list: Array<{ type: string; query: string | { query: string } }> };
@@ -78,10 +81,10 @@ describe('dashboard and alert rules', () => {
   });
 
   it('uses only metric names the sidecar exports, in the dashboard and in the alerts', async () => {
-    const exported = await exportedNames();
+    const exported = new Set([...await exportedNames(), ...recorded]);
     const used = new Map<string, string>();
     for (const expr of dashboardExprs()) for (const n of metricNames(expr)) used.set(n, 'dashboard');
-    for (const rule of rules) for (const n of metricNames(rule.expr)) used.set(n, `alert ${rule.alert}`);
+    for (const rule of allRules) for (const n of metricNames(rule.expr)) used.set(n, rule.alert ? `alert ${rule.alert}` : `record ${rule.record}`);
     const unknown = [...used].filter(([n]) => !exported.has(n)).map(([n, where]) => `${n} (${where})`);
     assert.deepEqual(unknown, []);
     // Guard against an extractor that silently finds nothing.
@@ -89,12 +92,13 @@ describe('dashboard and alert rules', () => {
       'b2b_sidecar_token_age_seconds', 'b2b_sidecar_token_expires_in_seconds', 'b2b_sidecar_token_valid',
       'b2b_sidecar_token_refresh_total', 'b2b_sidecar_upstream_unauthorized_total', 'b2b_sidecar_requests_total',
       'b2b_sidecar_request_duration_seconds_bucket', 'b2b_sidecar_guard_denied_total', 'b2b_sidecar_inflight_requests', 'up',
+      'b2b_sidecar_local_responses_total', 'b2b_sidecar:scrape_target',
     ]) assert.ok(used.has(name), `${name} is used somewhere`);
   });
 
   it('gives every alert a severity, summary, description and runbook', () => {
     assert.deepEqual(rules.map((r) => r.alert).sort(), [
-      'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
+      'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
       'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
     ]);
     for (const rule of rules) {
@@ -112,6 +116,17 @@ describe('dashboard and alert rules', () => {
       assert.ok(mine.some((c) => c.exp_alerts.length > 0), `${alert} fires somewhere`);
       assert.ok(mine.some((c) => c.exp_alerts.length === 0), `${alert} stays quiet somewhere`);
     }
+  });
+
+  it('selects no scrape job by name, so the alerts work under any job (issue 13: kubernetes-pods, ServiceMonitor jobs)', () => {
+    for (const rule of allRules) assert.doesNotMatch(rule.expr, /\bjob\s*=~?\s*"/, rule.alert ?? rule.record);
+  });
+
+  it('records b2b_sidecar:scrape_target before B2BSidecarDown reads it, in the same group', () => {
+    const groups = parse(read('deploy/prometheus/alerts.yaml')).groups as Array<{ rules: Rule[] }>;
+    const group = groups.find((g) => g.rules.some((r) => r.alert === 'B2BSidecarDown'))!;
+    const names = group.rules.map((r) => r.alert ?? r.record);
+    assert.ok(names.indexOf('b2b_sidecar:scrape_target') >= 0 && names.indexOf('b2b_sidecar:scrape_target') < names.indexOf('B2BSidecarDown'));
   });
 
   it('gives every dashboard panel a query and a unique id', () => {

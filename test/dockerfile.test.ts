@@ -1,16 +1,22 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
+import { createAdminHandler } from '../src/admin.js';
 import { ConfigSchema } from '../src/config-schema.js';
+import { createRegistry } from '../src/metrics.js';
+import { createCaptureLogger } from './helpers/capture-logger.js';
+import { runCli } from './helpers/cli.js';
 import { contextCopies, isIgnored, parseDockerfile, parseDockerignore, stageFiles, stagesOf, type Stage } from '../scripts/docker-context.js';
 
 /**
  * The image cannot be built here (no Docker engine), so the Dockerfile is parsed and its
  * invariants checked; scripts/runtime-smoke.sh runs the runtime stage's steps without Docker.
+ * The HEALTHCHECK tests run the built CLI (`npm run build` first).
  */
 const root = new URL('../', import.meta.url);
 const dockerfile = readFileSync(new URL('Dockerfile', root), 'utf8');
@@ -86,10 +92,21 @@ describe('Dockerfile', () => {
     assert.ok(!lastRun || lastRun.line < user.line, 'USER comes after the last RUN');
   });
 
-  it('has the production environment, a WORKDIR and npm removed from the runtime stage', () => {
+  it('has the production environment, a WORKDIR and npm, corepack and yarn removed from the runtime stage', () => {
     assert.ok(all(runtime, 'ENV').some((e) => /\bNODE_ENV=production\b/.test(e.args)));
     assert.match(only(runtime, 'WORKDIR').args, /^\/\S+$/);
-    assert.match(runs(runtime), /rm -rf[^\n]*\/usr\/local\/lib\/node_modules\/npm/);
+    const removed = /rm -rf([^\n]*)/.exec(runs(runtime))?.[1] ?? '';
+    // The official node image: npm and corepack under /usr/local, yarn 1 in /opt/yarn-v<version>.
+    for (const path of ['/usr/local/lib/node_modules/npm', '/usr/local/lib/node_modules/corepack', '/usr/local/bin/npm',
+      '/usr/local/bin/npx', '/usr/local/bin/corepack', '/opt/yarn-v*', '/usr/local/bin/yarn', '/usr/local/bin/yarnpkg']) {
+      assert.ok(removed.split(/\s+/).includes(path), `the runtime stage removes ${path}`);
+    }
+  });
+
+  it('fails the build when npm ci left the tree incomplete (npm 10 can exit 0 after "Exit handler never called!")', () => {
+    // `npm ls` exits non-zero on a missing package; chained with && right after each npm ci.
+    assert.match(runs(build), /\bnpm ci\b[^\n]*&&\s*npm ls\b/);
+    assert.match(runs(runtime), /\bnpm ci\b[^\n]*--omit=dev[^\n]*&&\s*npm ls --omit=dev\b/);
   });
 
   it('sets no V8 flags through NODE_OPTIONS (they would make Node reject its built-in code cache)', () => {
@@ -106,12 +123,11 @@ describe('Dockerfile', () => {
     assert.deepEqual([...ports].sort(), [PROXY_PORT, ADMIN_PORT].sort());
   });
 
-  it('health-checks /healthz on the admin port with node itself', () => {
+  it('health-checks with the CLI\'s healthcheck command, reading the same config file as CMD', () => {
     const cmd = healthcheckCommand();
-    assert.equal(cmd[0], 'node', 'curl is not in the image');
-    assert.equal(cmd[1], '-e');
-    assert.match(cmd[2]!, /\/healthz/);
-    assert.match(cmd[2]!, new RegExp(`\\b${ADMIN_PORT}\\b`));
+    const entrypoint = execForm(only(runtime, 'ENTRYPOINT').args, 'ENTRYPOINT');
+    const config = execForm(only(runtime, 'CMD').args, 'CMD');
+    assert.deepEqual(cmd, [...entrypoint, 'healthcheck', '--config', config[config.indexOf('--config') + 1]!]);
   });
 
   it('copies only files that exist and that .dockerignore lets through', () => {
@@ -145,47 +161,45 @@ describe('Dockerfile', () => {
 
 describe('Dockerfile HEALTHCHECK command', () => {
   let server: Server;
-  let port = 0;
-  let status = 200;
+  let dir: string;
   before(async () => {
-    server = createServer((req, res) => {
-      res.statusCode = req.url === '/healthz' ? status : 404;
-      res.end();
-    });
+    // A real admin listener (the sidecar's own handler) on a free port.
+    const logger = createCaptureLogger().logger;
+    server = createServer(createAdminHandler({ registry: createRegistry(), health: () => ({ ready: false }), allow: () => true, logger }));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    dir = mkdtempSync(join(tmpdir(), 'b2b-docker-hc-'));
   });
-  after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  after(async () => {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  });
 
-  /** Runs the HEALTHCHECK's node command as Docker would, with the admin port moved by env. */
-  function check(): Promise<number | null> {
-    const [bin, ...args] = healthcheckCommand();
+  /** Runs the HEALTHCHECK as Docker would, with the built CLI for dist/cli.js and `port` in the config file. */
+  async function check(port: number, env: NodeJS.ProcessEnv = {}): Promise<number | null> {
+    const [bin, script, ...args] = healthcheckCommand();
     assert.equal(bin, 'node');
-    const child = spawn(process.execPath, args, { env: { B2B_ADMIN_PORT: String(port) }, stdio: 'ignore' });
-    return new Promise((resolve) => child.on('exit', (code) => resolve(code)));
+    assert.equal(script, 'dist/cli.js');
+    const file = join(dir, `sidecar-${port}.yaml`);
+    writeFileSync(file, [
+      'service: { baseUrl: "https://api.example.com" }',
+      'credentials: { apiKey: k, password: p }',
+      `admin: { host: 0.0.0.0, port: ${port} }`,
+    ].join('\n'));
+    const configAt = args.indexOf('--config') + 1;
+    args[configAt] = file;
+    return (await runCli(args, env)).code;
   }
 
-  it('exits 0 while /healthz answers 200', async () => {
-    status = 200;
-    assert.equal(await check(), 0);
+  it('exits 0 while the admin listener the config names answers /healthz 200 (a 0.0.0.0 bind is checked on loopback)', async () => {
+    assert.equal(await check((server.address() as AddressInfo).port), 0);
   });
 
-  it('exits 1 when /healthz answers 503', async () => {
-    status = 503;
-    assert.equal(await check(), 1);
-  });
-
-  it('exits 1 when nothing listens', async () => {
+  it('follows B2B_ADMIN_PORT as run does, and exits 1 when nothing listens there', async () => {
     const closed = createServer();
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const freed = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const saved = port;
-    port = freed;
-    try {
-      assert.equal(await check(), 1);
-    } finally {
-      port = saved;
-    }
+    assert.equal(await check(freed), 1);
+    assert.equal(await check(freed, { B2B_ADMIN_PORT: String((server.address() as AddressInfo).port) }), 0);
   });
 });

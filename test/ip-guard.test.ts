@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { compileIpGuard, parseStrictCidr } from '../src/ip-guard.js';
+import { compileIpGuard, coversEveryone, parseStrictCidr } from '../src/ip-guard.js';
 
 describe('parseStrictCidr', () => {
   for (const ok of ['127.0.0.1', '127.0.0.1/32', '10.0.0.0/8', '::1', '::1/128', 'fd00::/8', '0.0.0.0/0', '::/0']) {
@@ -61,4 +61,41 @@ describe('source guard', () => {
       assert.equal(client('10.0.0.5'), '10.0.0.5');
     });
   });
+});
+
+describe('IPv4-mapped entries (issue 13 §3)', () => {
+  // Cases from jshttp/proxy-addr test/test.js, "when IPv4-mapped IPv6 addresses" (commit
+  // 07d164104035ff1f85fe4ae28b8a9693148ab9e8); host bits cleared (::ffff:a00:2/122 → ::ffff:a00:0/122)
+  // because entries are parsed strictly here (PITFALLS 19).
+  it('an IPv6 entry matches the plain IPv4 client (proxy-addr: "should match IPv6 trust to IPv4 request")', () => {
+    const g = compileIpGuard([], ['::ffff:a00:1', '::ffff:a00:2']);
+    assert.equal(g.clientAddress('10.0.0.1', '192.168.0.1, 10.0.0.2'), '192.168.0.1');
+  });
+  it('an IPv4-mapped CIDR matches IPv4 clients inside it only (proxy-addr: "should match CIDR notation for IPv4-mapped address")', () => {
+    const g = compileIpGuard([], ['::ffff:a00:0/122', 'fe80::/125']);
+    assert.equal(g.clientAddress('10.0.0.1', '192.168.0.1, 10.0.0.200'), '10.0.0.200');
+  });
+  it('guard.allow ::ffff:127.0.0.1 admits 127.0.0.1 and ::ffff:10.0.0.0/104 admits 10.x', () => {
+    const g = compileIpGuard(['::ffff:127.0.0.1', '::ffff:10.0.0.0/104']);
+    const judge = (peer: string) => g.allows(g.clientAddress(peer, undefined));
+    assert.equal(judge('127.0.0.1'), true);
+    assert.equal(judge('::ffff:127.0.0.1'), true);
+    assert.equal(judge('10.20.30.40'), true);
+    assert.equal(judge('11.0.0.1'), false);
+    assert.equal(judge('127.0.0.6'), false);
+  });
+  it('::/0 (with allowAnyone) also admits IPv4 clients, as "everyone" says', () => {
+    const g = compileIpGuard(['::/0']);
+    assert.equal(g.allows(g.clientAddress('192.0.2.1', undefined)), true);
+  });
+});
+
+describe('coversEveryone (issue 13 §3)', () => {
+  const wide = (entry: string) => coversEveryone(parseStrictCidr(entry) as Exclude<ReturnType<typeof parseStrictCidr>, string>);
+  for (const entry of ['0.0.0.0/0', '::/0', '::ffff:0:0/96', '0.0.0.0/7', '8.0.0.0/7', '::ffff:0.0.0.0/100', '::/80', '2000::/3', 'fd00::/8']) {
+    it(`${entry} covers everyone`, () => assert.equal(wide(entry), true));
+  }
+  for (const entry of ['10.0.0.0/8', '127.0.0.1/32', '::1/128', '::ffff:10.0.0.0/104', '2001::/16', 'fd00::/16', '64:ff9b::/96']) {
+    it(`${entry} does not`, () => assert.equal(wide(entry), false));
+  }
 });

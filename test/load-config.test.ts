@@ -194,3 +194,43 @@ describe('loadConfig: environment', () => {
     ]);
   });
 });
+
+describe('loadConfig: messages an operator can act on (issue 13 §6)', () => {
+  it('an unquoted all-digit password gets "quote it", never the value', async () => {
+    const problems = await problemsOf(loadConfig(file('c.yaml', YAML_CONFIG.replace('password: file-password', 'password: 0042424242')), {}));
+    assert.deepEqual(problems, ['credentials.password (B2B_PASSWORD): must be text, but YAML read an unquoted number here (leading zeros are lost): quote it, e.g. "012345"']);
+    assert.ok(!problems.join().includes('42424242'));
+  });
+
+  it('an unquoted yes as an ApiKey gets "quote it"', async () => {
+    const problems = await problemsOf(loadConfig(file('c.yaml', YAML_CONFIG.replace('apiKey: file-key', 'apiKey: true')), {}));
+    assert.deepEqual(problems, ['credentials.apiKey (B2B_API_KEY): must be text, but YAML read an unquoted yes/no/true/false here: quote it']);
+  });
+
+  it('accepts log.requests: yes (and on/off/no) in YAML as the env var does', async () => {
+    for (const [word, value] of [['yes', true], ['On', true], ['no', false], ['off', false]] as const) {
+      const config = await loadConfig(file('c.yaml', `${YAML_CONFIG}log: { requests: ${word} }\n`), {});
+      assert.equal(config.log.requests, value, word);
+    }
+    assert.match((await problemsOf(loadConfig(file('c.yaml', `${YAML_CONFIG}log: { requests: maybe }\n`), {})))[0]!, /^log\.requests \(B2B_LOG_REQUESTS\): must be boolean/);
+  });
+
+  it('a two-document file gets a message without library function names', async () => {
+    const path = file('c.yaml', `${YAML_CONFIG}---\nlog: { level: debug }\n`);
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.deepEqual(problems, [`config file ${path}: holds more than one YAML document (the "---" at line 8 starts another); keep a single document`]);
+    assert.ok(!/parseAllDocuments|YAML\./.test(problems.join()));
+  });
+
+  it('a listener host that does not resolve is named by key', async () => {
+    const problems = await problemsOf(loadConfig(file('c.yaml', `${YAML_CONFIG}admin: { host: nowhere.invalid }\n`), {}));
+    // ENOTFOUND with a resolver (.invalid never exists, RFC 6761); EAI_AGAIN or a timeout without one.
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /^admin\.host: nowhere\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN|ETIMEOUT)\); use an IP address such as 127\.0\.0\.1, or a name this host can resolve$/);
+  });
+
+  it('a listener host name that resolves (localhost) is accepted', async () => {
+    const config = await loadConfig(file('c.yaml', YAML_CONFIG.replace('listen: { port: 18080 }', 'listen: { host: localhost, port: 18080 }')), {});
+    assert.equal(config.listen.host, 'localhost');
+  });
+});

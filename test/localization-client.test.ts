@@ -8,6 +8,7 @@ import {
   createLocalizationClient, parseRetryAfter, parseTranslationRef, weblateReason, type LocalizationClientOptions,
 } from '../src/localization/localization-client.js';
 import { LocalizationError, TranslationRefError } from '../src/localization/localization-errors.js';
+import { formatTranslationRef, translationApiPath } from '../src/localization/translation-ref.js';
 import { createLocalizationSimulator, type LocalizationSimulatorOptions } from '../src/simulator/localization-simulator.js';
 import { loadTrustedCas } from '../src/tls.js';
 import { testTls } from './helpers/tls.js';
@@ -63,7 +64,7 @@ describe('localization client', () => {
     await withSimulator({ token: TOKEN }, { token: () => TOKEN }, async ({ sim, client }) => {
       const { translation, rateLimitRemaining } = await client.getTranslation(EN);
       assert.equal(translation.language.name, 'English');
-      assert.equal(translation.component.project.source_language.code, 'ru');
+      assert.equal(translation.component.source_language?.code, 'ru');
       assert.equal(rateLimitRemaining, 4999);
       const [seen] = sim.stats.requests;
       assert.equal(seen?.method, 'GET');
@@ -222,7 +223,19 @@ describe('translation references', () => {
     assert.deepEqual(parseTranslationRef('demo/web-app_2/pt_BR'), { project: 'demo', component: 'web-app_2', language: 'pt_BR' });
   });
 
-  for (const bad of ['../x', 'a/b', 'a/b/c/d', 'a/../b', 'demo/web/..', './web/en', 'demo/web/en%2F', 'demo//en', 'demo/web/en?format=api', '']) {
+  it('parses a component inside a category, plain or encoded, and builds its API path as Weblate does', () => {
+    const want = { project: 'hello', component: 'docs/usage', language: 'cs' };
+    for (const text of ['hello/docs/usage/cs', 'hello/docs%2Fusage/cs', 'hello/docs%2fusage/cs', 'hello/docs%252Fusage/cs']) {
+      assert.deepEqual(parseTranslationRef(text), want, text);
+    }
+    assert.deepEqual(parseTranslationRef('hello/a/b/usage/cs'), { project: 'hello', component: 'a/b/usage', language: 'cs' });
+    assert.equal(translationApiPath(want), '/api/translations/hello/docs%252Fusage/cs/');
+    assert.equal(translationApiPath({ project: 'demo', component: 'web', language: 'pt_BR' }), '/api/translations/demo/web/pt_BR/');
+    assert.equal(formatTranslationRef(parseTranslationRef('hello/docs%2Fusage/cs')), 'hello/docs/usage/cs');
+  });
+
+  for (const bad of ['../x', 'a/b', 'a/../b', 'demo/web/..', './web/en', 'demo/web/en%2F', 'demo//en', 'demo/web/en?format=api', '',
+    'demo/docs/../en', 'demo/docs%2F..%2Fx/en', 'demo/docs%2F/en', 'demo/%2Fweb/en', 'demo/docs%5Cweb/en', 'demo/docs%2Fweb/en/']) {
     it(`rejects ${JSON.stringify(bad)} (no path traversal into other API paths)`, () => {
       assert.throws(() => parseTranslationRef(bad), TranslationRefError);
     });

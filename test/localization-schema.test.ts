@@ -2,14 +2,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidResponseError } from '../src/errors.js';
 import { formatTranslationSummary } from '../src/localization/summary.js';
-import { lastChangeEpochSeconds, parseTranslation } from '../src/localization/translation-schema.js';
-import { localizationSampleData } from '../src/simulator/localization-data.js';
+import { parseTranslationRef } from '../src/localization/translation-ref.js';
+import { lastChangeEpochSeconds, parseTranslation, sourceLanguage } from '../src/localization/translation-schema.js';
+import { localizationSampleData, type WeblateShape } from '../src/simulator/localization-data.js';
 
 const BASE = 'https://l10n.test';
 
 /** A fresh copy of one sample translation, to be broken by the test. */
-function sample(key = 'demo/web/en'): Record<string, any> {
-  return structuredClone(localizationSampleData(BASE).get(key)!);
+function sample(key = 'demo/web/en', shape: WeblateShape = 'current'): Record<string, any> {
+  return structuredClone(localizationSampleData(BASE, shape).get(key)!);
 }
 
 function rejects(body: unknown, field: string, reason: RegExp): void {
@@ -23,21 +24,42 @@ function rejects(body: unknown, field: string, reason: RegExp): void {
 }
 
 describe('translation schema', () => {
-  it('accepts every sample translation', () => {
-    for (const [key, body] of localizationSampleData(BASE)) {
-      const t = parseTranslation(body);
-      assert.equal(`${t.component.project.slug}/${t.component.slug}/${t.language.code}`, key);
-    }
+  for (const shape of ['current', 'legacy'] as const) {
+    it(`accepts every sample translation of the ${shape} shape`, () => {
+      for (const [key, body] of localizationSampleData(BASE, shape)) {
+        const t = parseTranslation(body);
+        const ref = parseTranslationRef(key);
+        assert.equal(t.component.project.slug, ref.project);
+        assert.equal(t.component.slug, ref.component.split('/').at(-1));
+        assert.equal(t.language.code, ref.language);
+        assert.equal(sourceLanguage(t)?.code, 'ru');
+      }
+    });
+  }
+
+  it('takes the source language from the component (4.3+) before the project (older servers)', () => {
+    const current = sample();
+    assert.equal(current.component.project.source_language, undefined);
+    assert.equal(sourceLanguage(parseTranslation(current))?.name, 'Russian');
+    const legacy = sample('demo/web/en', 'legacy');
+    assert.equal(legacy.component.source_language, undefined);
+    assert.equal(sourceLanguage(parseTranslation(legacy))?.name, 'Russian');
+    delete legacy.component.project.source_language;
+    assert.equal(sourceLanguage(parseTranslation(legacy)), undefined);
   });
 
-  it('accepts the nullable fields as null (no version control, untouched translation)', () => {
-    const t = parseTranslation(sample('demo/emails/fr'));
-    assert.equal(t.component.vcs, null);
-    assert.equal(t.component.repo, null);
-    assert.equal(t.component.branch, null);
-    assert.equal(t.component.filemask, null);
+  it('accepts null and missing fields the product does not read (read-only token, no licence, no links)', () => {
+    const body = sample('demo/emails/fr');
+    assert.equal(body.component.git_export, null);
+    assert.equal(body.component.license_url, null);
+    body.component.repo = undefined;
+    delete body.language.direction;
+    delete body.share_url;
+    delete body.web_url;
+    delete body.last_author;
+    const t = parseTranslation(body);
     assert.equal(t.last_change, null);
-    assert.equal(t.last_author, null);
+    assert.equal(t.web_url, undefined);
   });
 
   it('tolerates fields Weblate adds in newer releases', () => {
@@ -65,13 +87,16 @@ describe('translation schema', () => {
     rejects(body, 'translated_percent', /must be number/);
   });
 
-  it('rejects null where the seed does not allow it', () => {
+  it('rejects null in the fields it reads', () => {
     const body = sample();
     body.total = null;
     rejects(body, 'total', /must be integer/);
     const nested = sample();
-    nested.component.project.source_language.code = null;
-    rejects(nested, 'component.project.source_language.code', /must be string/);
+    nested.component.source_language.code = null;
+    rejects(nested, 'component.source_language.code', /must be string/);
+    const legacy = sample('demo/web/en', 'legacy');
+    legacy.component.project.source_language.code = null;
+    rejects(legacy, 'component.project.source_language.code', /must be string/);
   });
 
   it('rejects a fractional or negative count and a percentage above 100', () => {
@@ -118,6 +143,23 @@ describe('translation summary', () => {
       'Translate:        https://l10n.test/translate/demo/web/en/',
       '',
     ].join('\n'));
+  });
+
+  it('reports 100 % translated words for a translation without strings, like Weblate', () => {
+    const text = formatTranslationSummary(parseTranslation(sample('demo/docs/guide/en')), parseTranslationRef('demo/docs/guide/en'));
+    assert.match(text, /^Translation demo\/docs\/guide\/en$/m);
+    assert.match(text, /^Translated +0 \(100\.0%\) +0 \(100\.0%\)$/m);
+    assert.match(text, /^Fuzzy +0 \(0\.0%\) +0 \(0\.0%\)$/m);
+  });
+
+  it('leaves out the links and the author the server did not give', () => {
+    const body = sample();
+    delete body.web_url;
+    body.translate_url = null;
+    body.last_author = '';
+    const text = formatTranslationSummary(parseTranslation(body));
+    assert.doesNotMatch(text, /^(Web|Translate):/m);
+    assert.match(text, /^Last change: +2025-11-18 14:03:27 UTC$/m);
   });
 
   it('says "never" for an untouched translation', () => {

@@ -133,6 +133,35 @@ describe('createMetrics', () => {
     assert.match(text, /^nodejs_eventloop_lag_seconds /m);
   });
 
+  it('counts the answers the sidecar gives itself by route and code, 502/503/504 pre-initialised to 0', async () => {
+    const { registry, metrics } = setup();
+    for (const route of ['service', 'localization']) {
+      for (const code of [502, 503, 504]) assert.equal(await value(registry, 'b2b_sidecar_local_responses_total', { route, code }), 0);
+    }
+    metrics.localResponse('service', 502);
+    metrics.localResponse('service', 502);
+    metrics.localResponse('localization', 403);
+    metrics.localResponse('service', 9999);
+    assert.equal(await value(registry, 'b2b_sidecar_local_responses_total', { route: 'service', code: 502 }), 2);
+    assert.equal(await value(registry, 'b2b_sidecar_local_responses_total', { route: 'localization', code: 403 }), 1);
+    assert.equal(await value(registry, 'b2b_sidecar_local_responses_total', { route: 'service', code: 0 }), 1, 'out-of-range codes become 0');
+    // A passed-through answer is not a local one.
+    metrics.responseStarted('service', 'GET', 502, 0.01);
+    assert.equal(await value(registry, 'b2b_sidecar_local_responses_total', { route: 'service', code: 502 }), 2);
+  });
+
+  it('exports no gauge or histogram whose name ends in _total (promtool check metrics: only counters may)', async () => {
+    const { registry, metrics } = setup();
+    metrics.responseStarted('service', 'GET', 200, 0.01);
+    const misnamed = (await registry.getMetricsAsJSON())
+      .filter((m) => String(m.type) !== 'counter' && m.name.endsWith('_total'))
+      .map((m) => m.name);
+    assert.deepEqual(misnamed, []);
+    // The per-type gauges stay: sum(nodejs_active_handles) is the total.
+    assert.ok(registry.getSingleMetric('nodejs_active_handles'));
+    assert.equal(registry.getSingleMetric('nodejs_active_handles_total'), undefined);
+  });
+
   it('lets two registries exist side by side and refuses a second set on one registry (PITFALLS 24)', async () => {
     const a = setup();
     const b = setup({ ageSeconds: 5, expiresInSeconds: 1, valid: true });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 
@@ -42,6 +42,20 @@ describe('module footprint of `run`', () => {
     assert.ok(sources.some((f) => f.includes('node_modules/undici/lib/dispatcher/pool.js')), 'the source-map walk found the bundled dependencies');
     for (const name of unwanted) {
       assert.ok(!sources.some((f) => f.includes(`node_modules/${name}`)), `${name} is bundled into the run command's chunks`);
+    }
+    // Diagnostics are for the first hour, not for every start.
+    assert.ok(!sources.some((f) => /src\/(doctor\/|commands\/doctor)/.test(f)), 'the doctor command is bundled into the run command\'s chunks');
+  });
+});
+
+describe('module footprint of `healthcheck`', () => {
+  it('loads the config and node:http only: not the sidecar, the proxy, undici, prom-client or winston (it runs every HEALTHCHECK interval)', () => {
+    const chunk = readdirSync(BUNDLE_RUN).find((f) => /^healthcheck-[A-Z0-9]+\.js$/.test(f));
+    assert.ok(chunk, 'the healthcheck command chunk exists in dist/bundle');
+    const sources = bundledSources(chunk);
+    assert.ok(sources.some((f) => f.endsWith('src/load-config.ts')), 'the source-map walk found the config loader');
+    for (const name of ['src/sidecar.ts', 'src/proxy-handler.ts', 'node_modules/undici/', 'node_modules/prom-client/', 'node_modules/winston/']) {
+      assert.ok(!sources.some((f) => f.includes(name)), `${name} is bundled into the healthcheck command's chunks`);
     }
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { Agent, request } from 'undici';
@@ -105,4 +105,29 @@ test('simulate exits 2 on invalid arguments and 1 when the port is taken', async
   const second = captureIo();
   assert.equal(await simulateCommand({ port }, second.io), 1);
   assert.match(second.out.stderr, /cannot start/);
+});
+
+test('simulate removes the temporary folder of its CA file on exit, and keeps a --ca-out file', async () => {
+  const own = captureIo();
+  const running = simulateCommand({ port: 0 }, own.io);
+  await until(() => own.out.stdout.includes('Press Ctrl-C'));
+  const ca = /^CA certificate: (\S+)/m.exec(own.out.stdout)![1]!;
+  assert.ok(existsSync(ca));
+  own.fire('SIGTERM');
+  assert.equal(await running, 0);
+  assert.equal(existsSync(ca), false, `${ca} removed`);
+  assert.equal(existsSync(dirname(ca)), false, 'and its folder');
+
+  const dir = mkdtempSync(join(tmpdir(), 'b2b-sim-ca-out-'));
+  try {
+    const keep = join(dir, 'ca.pem');
+    const given = captureIo();
+    const second = simulateCommand({ port: 0, caOut: keep }, given.io);
+    await until(() => given.out.stdout.includes('Press Ctrl-C'));
+    given.fire('SIGTERM');
+    assert.equal(await second, 0);
+    assert.ok(existsSync(keep), 'a file the user named stays');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -76,7 +76,8 @@ describe('systemd unit', () => {
       t.diagnostic('systemd-analyze not installed: only the parse checks below ran');
       return;
     }
-    // verify insists that ExecStart's binary exists; in the copy it is this node.
+    // verify insists that ExecStart's binary exists; in the copy it is this node. The real binary
+    // is checked by scripts/pack-smoke.sh, which installs the packed tarball with npm install -g.
     const copy = join(dir, 'b2b-sidecar.service');
     writeFileSync(copy, unitText.replace(/^ExecStart=\S+/m, `ExecStart=${process.execPath}`));
     const result = spawnSync('systemd-analyze', ['verify', copy], { encoding: 'utf8' });
@@ -85,8 +86,9 @@ describe('systemd unit', () => {
     assert.equal(result.status, 0, result.stderr);
   });
 
-  it('starts the installed CLI with run --config /etc/b2b-sidecar/sidecar.yaml', () => {
-    assert.match(value('ExecStart'), /^\/\S+\/b2b-sidecar run --config \/etc\/b2b-sidecar\/sidecar\.yaml$/);
+  it('starts the CLI where Debian\'s npm install -g puts it (prefix /usr) with run --config /etc/b2b-sidecar/sidecar.yaml', () => {
+    assert.equal(value('ExecStart'), '/usr/bin/b2b-sidecar run --config /etc/b2b-sidecar/sidecar.yaml');
+    assert.deepEqual(unit.get('Unit')?.get('Documentation'), ['file:/usr/lib/node_modules/b2b-sidecar/README.md']);
     assert.equal(value('Type'), 'exec');
   });
 

@@ -4,7 +4,7 @@ import { request, type RequestOptions } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { rootCertificates } from 'node:tls';
-import { loadTrustedCas, trustContext } from '../src/tls.js';
+import { loadTrustedCas, pemCertificatesProblem, trustContext } from '../src/tls.js';
 import { testTls } from './helpers/tls.js';
 
 function get(port: number, secureContext: ReturnType<typeof trustContext>): Promise<number | string> {
@@ -49,5 +49,19 @@ describe('trusted CAs', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'b2b-ca-')), 'ca.pem');
     writeFileSync(file, 'not a certificate');
     assert.throws(() => loadTrustedCas(file), /no PEM certificate/);
+  });
+
+  it('parses every PEM block: armour around a key, garbage or a second bad block is refused (issue 13 §2)', async () => {
+    const tls = await testTls();
+    assert.equal(pemCertificatesProblem(tls.caPem), undefined);
+    // The system roots (Node's own bundle, Mozilla's CA list) as one bundle file: every one parses.
+    assert.equal(pemCertificatesProblem(rootCertificates.join('\n')), undefined);
+    const keyAsCert = tls.keyPem.replace(/-----(BEGIN|END) [A-Z ]*PRIVATE KEY-----/g, '-----$1 CERTIFICATE-----');
+    assert.match(pemCertificatesProblem(keyAsCert) ?? '', /^holds PEM armour, but its certificate is not an X\.509 certificate/);
+    assert.match(pemCertificatesProblem(tls.keyPem) ?? '', /^holds no PEM certificate/);
+    assert.match(pemCertificatesProblem(`${tls.caPem}\n${keyAsCert}`) ?? '', /certificate 2 of 2 is not an X\.509 certificate/);
+    const truncated = tls.caPem.replace(/\n[A-Za-z0-9+/=]+\n-----END/, '\n-----END');
+    assert.notEqual(truncated, tls.caPem);
+    assert.match(pemCertificatesProblem(truncated) ?? '', /is not an X\.509 certificate/);
   });
 });

@@ -192,6 +192,18 @@ describe('token client', () => {
     assert.ok(error instanceof TokenRequestError);
     assert.match(error.message, /redirect/);
     assert.equal(canary.requests.length, 0);
+    assert.equal(error.upstreamStatus, 307);
+    assert.equal(error.location, `${canary.url}/pub/b2b/v1/auth/gentoken`);
+  });
+
+  it('tells a redirect target without its query (relative ones resolved) and the status of other answers', async () => {
+    const relative = await exchange({ status: 302, headers: { location: '/v2/auth/gentoken?sig=abc' } });
+    assert.ok(relative.error instanceof TokenRequestError);
+    assert.match(relative.error.location ?? '', /^https:\/\/localhost:\d+\/v2\/auth\/gentoken$/);
+    const missing = await exchange({ status: 404, body: { message: 'no' } });
+    assert.ok(missing.error instanceof TokenRequestError);
+    assert.equal(missing.error.upstreamStatus, 404);
+    assert.equal(missing.error.location, undefined);
   });
 
   it('close is idempotent', async () => {

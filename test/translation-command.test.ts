@@ -59,7 +59,7 @@ describe('translation command', () => {
       const printed = JSON.parse(run.stdout());
       assert.equal(printed.language_code, 'de');
       assert.equal(printed.translated, 171);
-      assert.equal(printed.component.project.source_language.code, 'ru');
+      assert.equal(printed.component.source_language.code, 'ru');
       assert.match(printed.url, /^https:\/\/127\.0\.0\.1:\d+\/api\/translations\/demo\/web\/de\/$/);
     });
   });
@@ -110,9 +110,21 @@ describe('translation command', () => {
     });
   });
 
-  it('exits 2 for a reference that is not three slugs, without a request', async () => {
+  it('looks up a component inside a category, given as a path or in the %2F form', async () => {
     await withSimulator(async (sim, config) => {
-      for (const ref of ['../x', 'a/b', 'a/b/c/d', 'demo/web/..']) {
+      for (const ref of ['demo/docs/guide/en', 'demo/docs%2Fguide/en']) {
+        const run = captureIo();
+        assert.equal(await translationCommand({ ref, config: await config() }, run.io), 0, run.stderr());
+        assert.match(run.stdout(), /^Translation demo\/docs\/guide\/en$/m);
+        assert.match(run.stdout(), /^Translated +0 \(100\.0%\) +0 \(100\.0%\)$/m);
+      }
+      assert.deepEqual(sim.stats.requests.map((r) => r.url), ['/api/translations/demo/docs%252Fguide/en/', '/api/translations/demo/docs%252Fguide/en/']);
+    });
+  });
+
+  it('exits 2 for a reference that is not slugs, without a request', async () => {
+    await withSimulator(async (sim, config) => {
+      for (const ref of ['../x', 'a/b', 'a/b/../d', 'demo/web/..', 'demo/docs%2F..%2Fx/en']) {
         const run = captureIo();
         assert.equal(await translationCommand({ ref, config: await config() }, run.io), 2);
         assert.match(run.stderr(), /invalid translation reference/);

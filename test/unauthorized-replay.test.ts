@@ -5,13 +5,14 @@ import { describe, it } from 'node:test';
 import { systemClock } from '../src/clock.js';
 import type { CredentialSource, RouteCredentials } from '../src/credential-source.js';
 import { compileIpGuard } from '../src/ip-guard.js';
-import { createProxyHandler, type ProxyMetrics } from '../src/proxy-handler.js';
+import { createProxyHandler } from '../src/proxy-handler.js';
+import { ReplayBudget } from '../src/replay-body.js';
 import type { ProxyEngine, UpstreamRequest } from '../src/proxy-engine.js';
 import { bufferedBody } from '../src/upstream-body.js';
 import { createCaptureLogger } from './helpers/capture-logger.js';
+import { NO_METRICS } from './helpers/no-metrics.js';
 import { send } from './helpers/stack.js';
 
-const NO_METRICS: ProxyMetrics = { requestStarted() {}, responseStarted() {}, requestEnded() {}, guardDenied() {}, upstreamUnauthorized() {} };
 
 const credentials = (token: string, generation: number): RouteCredentials => ({
   prepared: { headers: [['authorization', `Bearer ${token}`]], query: '', cookie: '' },
@@ -37,7 +38,7 @@ async function startHandler(engine: ProxyEngine, source: CredentialSource) {
   const handler = createProxyHandler({
     routes: [{ name: 'service', prefix: '', engine, credentials: source, stripHeaders: new Set(['authorization']), stripQuery: new Set(), stripCookies: new Set() }],
     guard: compileIpGuard(['127.0.0.1/32']), metrics: NO_METRICS, logger: createCaptureLogger().logger, clock: systemClock,
-    replayBodyLimitBytes: 64 * 1024, logRequests: false,
+    replayBodyLimitBytes: 64 * 1024, replayBudget: new ReplayBudget(1 << 20), logRequests: false,
   });
   const server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

@@ -1,27 +1,27 @@
 import { stringify } from 'yaml';
 import { redactConfig } from '../config.js';
-import { ConfigError } from '../errors.js';
 import { loadConfig } from '../load-config.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import { reportConfigFailure, startupWarnings } from './config-problems.js';
+import { EXIT_OK, type CommandIo } from './io.js';
 
 /**
- * `check-config [--config FILE]`: validates the configuration (file plus environment) and prints
- * the effective config as YAML with every secret redacted. Credential files are checked for
- * readability only; their contents are never read or printed.
+ * `check-config [--config FILE]`: validates the configuration (file plus environment) exactly as
+ * `run` does at start (the same `loadConfig`), and prints the effective config as YAML with every
+ * secret redacted. Credential files are read and checked by the credential store's rules; their
+ * contents are never printed. Warnings (unknown B2B_* variables, guard.allowAnyone, ...) go to
+ * stderr as `warning: ...` lines.
  *
  * @returns 0 when valid; 2 with every problem on stderr when invalid; 1 on any other failure.
  */
 export async function checkConfigCommand(args: { config?: string }, io: CommandIo): Promise<number> {
   try {
     const config = await loadConfig(args.config, io.env);
+    for (const warning of startupWarnings(io.env, config)) io.stderr.write(`warning: ${warning}\n`);
     io.stdout.write(stringify(redactConfig(config)));
     return EXIT_OK;
   } catch (err) {
-    if (err instanceof ConfigError) {
-      io.stderr.write(`invalid configuration:\n${err.problems.map((p) => `  ${p}\n`).join('')}`);
-      return EXIT_USAGE;
-    }
-    io.stderr.write(`check-config failed: ${err instanceof Error ? err.message : String(err)}\n`);
-    return EXIT_FAILURE;
+    const code = reportConfigFailure(err, io);
+    for (const warning of startupWarnings(io.env)) io.stderr.write(`warning: ${warning}\n`);
+    return code;
   }
 }

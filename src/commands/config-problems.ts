@@ -1,16 +1,26 @@
 import type { Config } from '../config-schema.js';
+import { configWarnings } from '../config-warnings.js';
+import { unknownEnvWarnings } from '../env-warnings.js';
 import { ConfigError } from '../errors.js';
 import { loadConfig } from '../load-config.js';
 import { EXIT_FAILURE, EXIT_USAGE, type CommandIo } from './io.js';
 
-/** Prints a configuration failure the way every command does; returns its exit code. */
+/**
+ * Prints a configuration failure the way every command does (check-config, run, token, ...);
+ * returns its exit code. One format, so the same config gets the same listing everywhere.
+ */
 export function reportConfigFailure(err: unknown, io: CommandIo): number {
   if (err instanceof ConfigError) {
-    io.stderr.write(`invalid configuration:\n${err.problems.map((p) => `  - ${p}\n`).join('')}`);
+    io.stderr.write(formatConfigProblems(err.problems));
     return EXIT_USAGE;
   }
   io.stderr.write(`error: ${(err as Error).message}\n`);
   return EXIT_FAILURE;
+}
+
+/** `invalid configuration:` and one `  - key (ENV): reason` line per problem. */
+export function formatConfigProblems(problems: readonly string[]): string {
+  return `invalid configuration:\n${problems.map((p) => `  - ${p}\n`).join('')}`;
 }
 
 /** Loads the configuration for a command, or reports why not and returns the exit code. */
@@ -20,4 +30,12 @@ export async function loadConfigOrExit(path: string | undefined, io: CommandIo):
   } catch (err) {
     return reportConfigFailure(err, io);
   }
+}
+
+/**
+ * Warnings about the environment (unknown `B2B_*` variables) and, once the config is valid,
+ * about the config itself; commands without a logger print them on stderr as `warning: ...`.
+ */
+export function startupWarnings(env: NodeJS.ProcessEnv, config?: Config): string[] {
+  return [...unknownEnvWarnings(env), ...(config ? configWarnings(config).map((w) => w.message) : [])];
 }

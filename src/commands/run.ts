@@ -1,6 +1,8 @@
 import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
+import { unknownEnvWarnings } from '../env-warnings.js';
 import { ConfigError, StoppedDuringStartError } from '../errors.js';
+import { ListenError } from '../listen-error.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
 import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
@@ -8,14 +10,20 @@ import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js
 /**
  * `run --config FILE`: the sidecar in the foreground, JSON logs on stdout. SIGTERM/SIGINT drain
  * gracefully (a second one exits at once), SIGHUP re-reads credential files.
- * Exit codes: 0 after a drain, 1 when it cannot start, 2 for invalid configuration (including
- * credential files found empty or unusable at start).
+ * Exit codes: 0 after a drain, 1 when it cannot start (a listener's port in use included: that
+ * is often transient, so supervisors retry), 2 for invalid configuration (the same checks as
+ * `check-config`, credential file contents included), printed in the same format.
  */
 export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
-  if (typeof config === 'number') return config;
+  if (typeof config === 'number') {
+    for (const warning of unknownEnvWarnings(io.env)) io.stderr.write(`warning: ${warning}
+`);
+    return config;
+  }
   const secrets = new SecretSet();
   const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
+  for (const warning of unknownEnvWarnings(io.env)) logger.warn(warning);
   return serve(createSidecar(config, { logger, secrets }), io, logger);
 }
 
@@ -51,8 +59,11 @@ export async function serve(
     const reason = err instanceof ConfigError ? { reason: 'invalid configuration', problems: err.problems } : { reason: (err as Error).message };
     logger.error('the sidecar could not start', { ...reason, code: (err as { code?: string }).code });
     await sidecar.stop();
-    // Problems only found at start (a credential file's contents) are reported like any other config problem.
-    return err instanceof ConfigError ? reportConfigFailure(err, io) : EXIT_FAILURE;
+    // Problems only found at start (a file changed since validation) are reported like any other config problem.
+    if (err instanceof ConfigError) return reportConfigFailure(err, io);
+    // The log line may be filtered or collected elsewhere; the operator at a terminal reads stderr.
+    if (err instanceof ListenError) io.stderr.write(`error: ${err.message}\n`);
+    return EXIT_FAILURE;
   }
   return Promise.race([sidecar.done.then(() => EXIT_OK), forced]);
 }

@@ -1,7 +1,7 @@
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CONTROL_ROUTES, createB2bSimulator, type B2bSimulator } from '../simulator/b2b-simulator.js';
+import { CONTROL_ROUTES, createB2bSimulator, parseTokenIn, type B2bSimulator, type TokenPresentation } from '../simulator/b2b-simulator.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
 /** Arguments of the `simulate` command (all optional; defaults for a local demo). */
@@ -22,6 +22,11 @@ export interface SimulateArgs {
   caOut?: string;
   /** Latency added to every answer, in ms; default 0. */
   latencyMs?: number;
+  /**
+   * The one token presentation protected operations accept (`header:NAME[:SCHEME][+apikey]` or
+   * `query:NAME[+apikey]`); default `Authorization: Bearer` with the ApiKey header.
+   */
+  tokenIn?: string;
 }
 
 /**
@@ -42,8 +47,10 @@ export async function simulateCommand(args: SimulateArgs, io: CommandIo): Promis
   });
 
   let sim: B2bSimulator;
+  let tokenIn: TokenPresentation | undefined;
   try {
-    sim = createB2bSimulator({ apiKey, password, ttlSeconds: ttl, host, port, allow: args.allow });
+    tokenIn = args.tokenIn === undefined ? undefined : parseTokenIn(args.tokenIn);
+    sim = createB2bSimulator({ apiKey, password, ttlSeconds: ttl, host, port, allow: args.allow, ...(tokenIn ? { tokenIn } : {}) });
     if (args.latencyMs !== undefined) sim.faults.setLatency(args.latencyMs, 'all');
   } catch (err) {
     io.stderr.write(`simulate: ${errorText(err)}\n`);
@@ -51,19 +58,24 @@ export async function simulateCommand(args: SimulateArgs, io: CommandIo): Promis
   }
   let url: string;
   let caPath: string;
+  // A folder of our own for the CA unless --ca-out names a file; removed on exit.
+  let tempDir: string | undefined;
   try {
     ({ url } = await sim.start());
-    caPath = args.caOut ?? join(await mkdtemp(join(tmpdir(), 'b2b-simulator-')), 'ca.pem');
+    if (!args.caOut) tempDir = await mkdtemp(join(tmpdir(), 'b2b-simulator-'));
+    caPath = args.caOut ?? join(tempDir!, 'ca.pem');
     await writeFile(caPath, sim.caPem);
   } catch (err) {
     io.stderr.write(`simulate: cannot start on ${host}:${port}: ${errorText(err)}\n`);
     await sim.stop();
+    if (tempDir) await rm(tempDir, { recursive: true, force: true });
     return EXIT_FAILURE;
   }
 
-  io.stdout.write(banner({ url, caPath, apiKey, password, ttl, allow: args.allow, latencyMs: args.latencyMs }));
+  io.stdout.write(banner({ url, caPath, apiKey, password, ttl, allow: args.allow, latencyMs: args.latencyMs, tokenIn }));
   await signalled;
   await sim.stop();
+  if (tempDir) await rm(tempDir, { recursive: true, force: true });
   io.stdout.write('Simulator stopped.\n');
   return EXIT_OK;
 }
@@ -76,6 +88,7 @@ interface BannerInfo {
   ttl: number;
   allow: string[] | undefined;
   latencyMs: number | undefined;
+  tokenIn: TokenPresentation | undefined;
 }
 
 function banner(b: BannerInfo): string {
@@ -91,12 +104,20 @@ function banner(b: BannerInfo): string {
     `  curl --cacert ${ca} -X POST ${b.url}/pub/b2b/v1/auth/gentoken -H 'Content-Type: application/json'` +
       ` -H ${shellQuote(`ApiKey: ${b.apiKey}`)} -d ${shellQuote(JSON.stringify({ password: b.password }))}`,
     'Call a protected operation with it:',
-    `  curl --cacert ${ca} ${b.url}/pub/b2b/v1/echo -H 'Authorization: Bearer <token>' -H ${shellQuote(`ApiKey: ${b.apiKey}`)}`,
+    `  ${callLine(b, ca)}`,
     `Control API (no token needed), e.g. curl --cacert ${ca} ${b.url}/_simulator/stats:`,
     ...CONTROL_ROUTES.map((r) => `  ${r}`),
     'Press Ctrl-C to stop.',
   ];
   return lines.filter((l) => l !== undefined).join('\n') + '\n';
+}
+
+/** A curl line presenting the token the way the simulator expects it (`--token-in`). */
+function callLine(b: BannerInfo, ca: string): string {
+  const p = b.tokenIn ?? { in: 'header', name: 'Authorization', scheme: 'Bearer', requireApiKey: true };
+  const apiKey = p.requireApiKey ? ` -H ${shellQuote(`ApiKey: ${b.apiKey}`)}` : '';
+  if (p.in === 'query') return `curl --cacert ${ca} '${b.url}/pub/b2b/v1/echo?${p.name}=<token>'${apiKey}`;
+  return `curl --cacert ${ca} ${b.url}/pub/b2b/v1/echo -H ${shellQuote(`${p.name}: ${p.scheme ? `${p.scheme} ` : ''}<token>`)}${apiKey}`;
 }
 
 /** Quotes for a POSIX shell, so printed curl lines work as printed whatever the credentials hold. */

@@ -4,7 +4,7 @@ import { createLogger } from '../logger.js';
 import { SecretSet } from '../secrets.js';
 import { loadTrustedCas } from '../tls.js';
 import { createTokenClient } from '../token-client.js';
-import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
+import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 
 /**
@@ -15,6 +15,7 @@ import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
  */
 export async function tokenCommand(args: { config?: string; json?: boolean }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
+  for (const warning of startupWarnings(io.env)) io.stderr.write(`warning: ${warning}\n`);
   if (typeof config === 'number') return config;
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });

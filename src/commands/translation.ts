@@ -55,7 +55,7 @@ export async function translationCommand(
 
   try {
     const { translation } = await client.getTranslation(ref);
-    io.stdout.write(args.json ? `${JSON.stringify(translation, null, 2)}\n` : formatTranslationSummary(translation));
+    io.stdout.write(args.json ? `${JSON.stringify(translation, null, 2)}\n` : formatTranslationSummary(translation, ref));
     return EXIT_OK;
   } catch (err) {
     if (err instanceof LocalizationError || err instanceof InvalidResponseError) {

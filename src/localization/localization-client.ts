@@ -12,7 +12,7 @@ import { formatTranslationRef, parseTranslationRef, translationApiPath, type Tra
 export { parseTranslationRef, formatTranslationRef, type TranslationRef } from './translation-ref.js';
 
 export interface LocalizationClientOptions {
-  /** Server root; the lookup is `{baseUrl}/api/translations/<p>/<c>/<l>/`. */
+  /** Server root; the lookup is `{baseUrl}/api/translations/<p>/<c>/<l>/` (see translationApiPath). */
   baseUrl: string;
   /** Trusted CAs (system roots + extra, from `loadTrustedCas`); undefined = Node's defaults. */
   ca?: string[];
@@ -58,8 +58,9 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
   let closed: Promise<void> | undefined;
 
   async function getTranslation(ref: TranslationRef): Promise<TranslationLookup> {
-    // Re-parse so a hand-built ref with a `/` or `..` in it cannot reach another API path.
-    const what = formatTranslationRef(parseTranslationRef(formatTranslationRef(ref)));
+    // Re-parse so a hand-built ref with a `..` or an empty part cannot reach another API path.
+    const checked = parseTranslationRef(formatTranslationRef(ref));
+    const what = formatTranslationRef(checked);
     const token = options.token?.();
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token) headers.authorization = `Token ${token}`;
@@ -69,7 +70,7 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
     let responseHeaders: Record<string, string | string[] | undefined>;
     let text: string;
     try {
-      const target = new URL(root + translationApiPath(ref));
+      const target = new URL(root + translationApiPath(checked));
       const res = await request(agent, { origin: target.origin, path: target.pathname + target.search, method: 'GET', headers, signal });
       status = res.statusCode;
       responseHeaders = res.headers;

@@ -10,6 +10,7 @@ import type { EngineOptions } from '../proxy-engine.js';
 import type { ProxyRoute } from '../proxy-handler.js';
 import type { SecretSet } from '../secrets.js';
 import { createLocalizationClient } from './localization-client.js';
+import { createLocationRewrite } from './location-rewrite.js';
 import { localizationRoute } from './localization-route.js';
 import { createTranslationExporter } from './translation-exporter.js';
 import { parseTranslationRef } from './translation-ref.js';
@@ -73,6 +74,8 @@ export async function startLocalizationPart(
       stripHeaders: new Set(['authorization', ...serviceNames.headerNames]),
       stripQuery: serviceNames.queryNames,
       stripCookies: serviceNames.cookieNames,
+      // Weblate's trailing-slash redirects point at its own paths; keep clients on this route.
+      rewriteLocation: createLocationRewrite(cfg.baseUrl, cfg.pathPrefix),
     },
     reload: () => described.reloadToken(),
     stop() {

@@ -1,31 +1,35 @@
-import { lastChangeEpochSeconds, type Translation } from './translation-schema.js';
+import { formatTranslationRef, type TranslationRef } from './translation-ref.js';
+import { lastChangeEpochSeconds, sourceLanguage, type Language, type Translation } from './translation-schema.js';
 
 /**
  * A readable multi-line summary of a translation for the terminal: names, language and source
  * language, units and words per state with percentages, suggestions, comments, last change and
- * the web and translate URLs. Server-supplied text is stripped of control characters so a
- * crafted name cannot send escape sequences to the terminal.
+ * the web and translate URLs (left out when the server gave none). `ref`, the reference looked
+ * up, names a component inside a category by its path (the answer only has its own slug).
+ * Server-supplied text is stripped of control characters so a crafted name cannot send escape
+ * sequences to the terminal.
  */
-export function formatTranslationSummary(t: Translation): string {
+export function formatTranslationSummary(t: Translation, ref?: TranslationRef): string {
   const project = t.component.project;
-  const lines = [
-    `Translation ${clean(project.slug)}/${clean(t.component.slug)}/${clean(t.language.code)}`,
+  const title = ref ? formatTranslationRef(ref) : `${project.slug}/${t.component.slug}/${t.language.code}`;
+  const lines: string[] = [
+    `Translation ${clean(title)}`,
     field('Component', `${clean(project.name)} / ${clean(t.component.name)}`),
     field('Language', `${clean(t.language.name)} (${clean(t.language.code)})`),
-    field('Source language', `${clean(project.source_language.name)} (${clean(project.source_language.code)})`),
+    field('Source language', languageText(sourceLanguage(t))),
     '',
     `${''.padEnd(18)}${'units'.padStart(16)}${'words'.padStart(18)}`,
     row('Total', `${t.total}`, `${t.total_words}`),
-    row('Translated', count(t.translated, t.translated_percent), words(t.translated_words, t.total_words)),
+    row('Translated', count(t.translated, t.translated_percent), words(t.translated_words, t.total_words, true)),
     row('Fuzzy', count(t.fuzzy, t.fuzzy_percent), words(t.fuzzy_words, t.total_words)),
     row('Failing checks', count(t.failing_checks, t.failing_checks_percent), words(t.failing_checks_words, t.total_words)),
     row('Suggestions', `${t.have_suggestion}`, ''),
     row('Comments', `${t.have_comment}`, ''),
     '',
     field('Last change', lastChange(t)),
-    field('Web', clean(t.web_url)),
-    field('Translate', clean(t.translate_url)),
   ];
+  if (t.web_url) lines.push(field('Web', clean(t.web_url)));
+  if (t.translate_url) lines.push(field('Translate', clean(t.translate_url)));
   return `${lines.join('\n')}\n`;
 }
 
@@ -42,16 +46,25 @@ function count(n: number, percent: number): string {
   return `${n} (${percent.toFixed(1)}%)`;
 }
 
-/** The API gives no word percentages, so they are computed from the word totals. */
-function words(n: number, total: number): string {
-  return `${n} (${(total === 0 ? 0 : (n * 100) / total).toFixed(1)}%)`;
+/**
+ * The API gives no word percentages, so they are computed from the word totals. With no words at
+ * all, "translated" is complete (100 %) and the other states 0 %, like Weblate's own
+ * `translation_percent(0, 0)` and its zero-complete rule for the translated counts.
+ */
+function words(n: number, total: number, zeroComplete = false): string {
+  const percent = total === 0 ? (zeroComplete ? 100 : 0) : (n * 100) / total;
+  return `${n} (${percent.toFixed(1)}%)`;
+}
+
+function languageText(l: Language | undefined): string {
+  return l ? `${clean(l.name)} (${clean(l.code)})` : 'not given by the server';
 }
 
 function lastChange(t: Translation): string {
   const seconds = lastChangeEpochSeconds(t);
   if (seconds === null || seconds === undefined) return 'never';
   const when = `${new Date(seconds * 1000).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
-  return t.last_author === null || t.last_author === '' ? when : `${when} by ${clean(t.last_author)}`;
+  return t.last_author ? `${when} by ${clean(t.last_author)}` : when;
 }
 
 function clean(text: string): string {

@@ -1,81 +1,51 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { InvalidResponseError } from '../errors.js';
 
 /**
- * Schema of Weblate's translation instance (seed §2.5) with its nested language, component and
- * project objects. Objects keep TypeBox's default of tolerating extra properties: Weblate adds
- * fields from release to release and an unknown field must not break the lookup.
+ * A tolerant reader of Weblate's translation object: it validates only the fields the product
+ * reads (names, slugs, language codes, counts, percentages, `last_change`, and the links the
+ * summary prints) and ignores everything else, present or not. Weblate's serializers differ
+ * from release to release (PITFALLS 31; field lists of 2.x to 2026 in
+ * test/fixtures/weblate/serializer-fields.json): `source_language` moved from the project to the
+ * component in 4.3, VCS fields and `license_url` are null for a read-only token or no licence,
+ * link fields come and go. Objects tolerate extra properties (TypeBox's default).
  */
 
 /** `T | null` as one JSON Schema type list, so a wrong value yields one readable ajv error. */
 const Nullable = <T extends TSchema>(schema: T) =>
   Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
 
-const Url = () => Type.String({ format: 'uri' });
 const Count = () => Type.Integer({ minimum: 0 });
 const Percent = () => Type.Number({ minimum: 0, maximum: 100 });
-/** ISO 8601 date-time; Weblate sends it without a zone, a zone is accepted too. */
+/** ISO 8601 date-time: naive (Weblate's docs), or with the server's offset or `Z` (DRF with USE_TZ). */
 const DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?$';
 
 export const LanguageSchema = Type.Object({
   code: Type.String({ minLength: 1 }),
   name: Type.String(),
-  direction: Type.String(),
-  web_url: Url(),
-  url: Url(),
 });
+
+/** Where it is given: on the component since Weblate 4.3, on the project before. */
+const SourceLanguage = () => Type.Optional(Nullable(LanguageSchema));
 
 export const ProjectSchema = Type.Object({
   name: Type.String(),
   slug: Type.String({ minLength: 1 }),
-  // The project's own site is free text in Weblate and may be empty, so no URL format here.
-  web: Type.String(),
-  source_language: LanguageSchema,
-  web_url: Url(),
-  url: Url(),
-  components_list_url: Url(),
-  repository_url: Url(),
-  statistics_url: Url(),
-  changes_list_url: Url(),
+  source_language: SourceLanguage(),
 });
 
 export const ComponentSchema = Type.Object({
   name: Type.String(),
   slug: Type.String({ minLength: 1 }),
   project: ProjectSchema,
-  vcs: Nullable(Type.String()),
-  repo: Nullable(Type.String()),
-  // Empty when the component is not exported over git, so no URL format.
-  git_export: Type.String(),
-  branch: Nullable(Type.String()),
-  filemask: Nullable(Type.String()),
-  template: Type.String(),
-  new_base: Type.String(),
-  file_format: Type.String(),
-  license: Type.String(),
-  license_url: Type.String(),
-  web_url: Url(),
-  url: Url(),
-  repository_url: Url(),
-  translations_url: Url(),
-  statistics_url: Url(),
-  lock_url: Url(),
-  changes_list_url: Url(),
+  source_language: SourceLanguage(),
 });
 
 export const TranslationSchema = Type.Object({
   language: LanguageSchema,
   component: ComponentSchema,
   language_code: Type.String({ minLength: 1 }),
-  filename: Type.String(),
-  revision: Type.String(),
-  web_url: Url(),
-  share_url: Url(),
-  translate_url: Url(),
-  url: Url(),
-  is_template: Type.Boolean(),
   total: Count(),
   total_words: Count(),
   translated: Count(),
@@ -91,12 +61,10 @@ export const TranslationSchema = Type.Object({
   have_comment: Count(),
   // Null for a translation nobody has changed yet.
   last_change: Nullable(Type.String({ pattern: DATE_TIME })),
-  last_author: Nullable(Type.String()),
-  repository_url: Url(),
-  file_url: Url(),
-  statistics_url: Url(),
-  changes_list_url: Url(),
-  units_list_url: Url(),
+  // Shown by the summary when present; nothing else depends on them.
+  last_author: Type.Optional(Nullable(Type.String())),
+  web_url: Type.Optional(Nullable(Type.String())),
+  translate_url: Type.Optional(Nullable(Type.String())),
 });
 
 export type Language = Static<typeof LanguageSchema>;
@@ -104,10 +72,7 @@ export type Project = Static<typeof ProjectSchema>;
 export type Component = Static<typeof ComponentSchema>;
 export type Translation = Static<typeof TranslationSchema>;
 
-// ajv-formats ships CommonJS with `default` on the module object under NodeNext.
-const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 const ajv = new Ajv({ allErrors: false, strict: true });
-addFormats(ajv, ['uri']);
 const validate = ajv.compile<Translation>(TranslationSchema);
 
 /**
@@ -126,9 +91,14 @@ export function parseTranslation(json: unknown): Translation {
   return json;
 }
 
+/** The component's source language, else the project's (Weblate < 4.3); undefined when neither says. */
+export function sourceLanguage(t: Pick<Translation, 'component'>): Language | undefined {
+  return t.component.source_language ?? t.component.project.source_language ?? undefined;
+}
+
 /**
- * `last_change` as Unix seconds, null when never changed. Weblate writes ISO 8601 without a zone;
- * its API serialises in UTC, so a zone-less value is read as UTC rather than in local time.
+ * `last_change` as Unix seconds, null when never changed. Weblate's documented example has no
+ * zone; a zone-less value is read as UTC rather than in the sidecar's local time.
  */
 export function lastChangeEpochSeconds(t: Pick<Translation, 'last_change'>): number | null | undefined {
   if (t.last_change === null) return null;

@@ -4,25 +4,27 @@ import { fingerprint } from '../secrets.js';
 import { hashBody, safeEqual, sendJson, sendMessage, waitUnlessClosed } from './http-util.js';
 import type { SimContext } from './sim-context.js';
 import { download, drip, slow } from './stream-routes.js';
+import { describePresentation, presentedToken } from './token-presentation.js';
 
 /** Prefix of the protected sample operations. */
 export const API_PREFIX = '/pub/b2b/v1/';
 
 /**
- * The protected sample operations. Each needs a valid token in the configured auth header and
- * the right ApiKey — exactly what the sidecar attaches by default — otherwise 401 ErrorMessage.
+ * The protected sample operations. Each needs a valid token presented the configured way
+ * (`ctx.auth`; by default `Authorization: Bearer` plus the right ApiKey, exactly what the sidecar
+ * attaches by default), otherwise 401 ErrorMessage.
  */
 export async function handleApi(req: IncomingMessage, res: ServerResponse, ctx: SimContext, path: string, rawQuery: string): Promise<void> {
   ctx.stats.apiRequests++;
   if (!(await waitUnlessClosed(ctx.faults.latency('api'), res))) return;
-  const denied = authorize(req, ctx);
+  const query = new URLSearchParams(rawQuery);
+  const denied = authorize(req, query, ctx);
   if (denied) {
     ctx.stats.unauthorizedApiRequests++;
     sendMessage(res, 401, denied);
     return;
   }
   const route = path.slice(API_PREFIX.length);
-  const query = new URLSearchParams(rawQuery);
   if (route === 'echo' || route.startsWith('echo/')) return echo(req, res, ctx, path, rawQuery);
   if (route.startsWith('objects/') && req.method === 'GET') return object(res, ctx, route.slice('objects/'.length));
   if (req.method !== 'GET') return sendMessage(res, 404, 'no such operation');
@@ -43,11 +45,11 @@ export async function handleApi(req: IncomingMessage, res: ServerResponse, ctx: 
 }
 
 /** Why the request may not use a protected operation, or undefined. Counts expired/revoked tokens. */
-function authorize(req: IncomingMessage, ctx: SimContext): string | undefined {
-  const token = presentedToken(req.headers[ctx.auth.header], ctx.auth.scheme);
+function authorize(req: IncomingMessage, query: URLSearchParams, ctx: SimContext): string | undefined {
+  const token = presentedToken(req.headers, query, ctx.auth);
   let tokenProblem: string | undefined;
   if (token === undefined) {
-    tokenProblem = ctx.auth.scheme ? `missing ${ctx.auth.scheme} token in ${ctx.auth.header}` : `missing token in ${ctx.auth.header}`;
+    tokenProblem = `missing token: expected in ${describePresentation(ctx.auth)}`;
   } else {
     const verdict = ctx.tokens.check(token);
     if (verdict === 'expired') ctx.stats.expiredTokenPresented++;
@@ -55,19 +57,10 @@ function authorize(req: IncomingMessage, ctx: SimContext): string | undefined {
     if (verdict !== 'valid') tokenProblem = verdict === 'unknown' ? 'invalid token' : `token ${verdict}`;
   }
   if (tokenProblem) return tokenProblem;
+  if (!ctx.auth.requireApiKey) return undefined;
   const apiKey = req.headers['apikey'];
   if (typeof apiKey !== 'string' || !safeEqual(apiKey, ctx.apiKey)) return 'missing or invalid ApiKey';
   return undefined;
-}
-
-function presentedToken(value: string | string[] | undefined, scheme: string | undefined): string | undefined {
-  if (typeof value !== 'string' || value === '') return undefined;
-  if (!scheme) return value;
-  const space = value.indexOf(' ');
-  // The scheme is case-insensitive (RFC 9110 §11.1), the token is not.
-  if (space < 0 || value.slice(0, space).toLowerCase() !== scheme.toLowerCase()) return undefined;
-  const token = value.slice(space + 1).trim();
-  return token === '' ? undefined : token;
 }
 
 async function echo(req: IncomingMessage, res: ServerResponse, ctx: SimContext, path: string, query: string): Promise<void> {
@@ -76,8 +69,8 @@ async function echo(req: IncomingMessage, res: ServerResponse, ctx: SimContext, 
   sendJson(res, 200, {
     method: req.method,
     path,
-    query,
-    headers: redactHeaders(req.headers, ctx.auth.header),
+    query: ctx.auth.in === 'query' ? redactQuery(query, ctx.auth.name) : query,
+    headers: redactHeaders(req.headers, ctx.auth.in === 'header' ? ctx.auth.name : 'authorization'),
     bodyBytes: body.bytes,
     bodySha256: body.sha256,
   });
@@ -93,6 +86,14 @@ export function redactHeaders(headers: IncomingHttpHeaders, authHeader: string):
     out[name] = secret.has(name) ? (Array.isArray(value) ? value.map(hide) : hide(value)) : value;
   }
   return out;
+}
+
+/** The raw query with the token parameter's values shown as fingerprints (URLSearchParams never throws on bad %). */
+function redactQuery(raw: string, name: string): string {
+  return raw.split('&').map((pair) => {
+    const [entry] = new URLSearchParams(pair);
+    return entry?.[0] === name ? `${pair.split('=')[0]}=sha256:${fingerprint(entry[1])}` : pair;
+  }).join('&');
 }
 
 function object(res: ServerResponse, ctx: SimContext, rawId: string): void {

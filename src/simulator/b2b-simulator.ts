@@ -11,12 +11,14 @@ import { sendMessage } from './http-util.js';
 import type { SimContext } from './sim-context.js';
 import { SimulatorFaults } from './sim-faults.js';
 import { SimulatorStats } from './sim-stats.js';
+import { DEFAULT_PRESENTATION, type TokenPresentation } from './token-presentation.js';
 import { TokenStore } from './token-store.js';
 
 export type { TokenFaultKind, LatencyScope } from './sim-faults.js';
 export { SimulatorFaults } from './sim-faults.js';
 export { SimulatorStats, type CapturedTokenRequest } from './sim-stats.js';
 export { CONTROL_ROUTES } from './control-api.js';
+export { parseTokenIn, describePresentation, type TokenPresentation } from './token-presentation.js';
 
 /** Options of {@link createB2bSimulator}. */
 export interface B2bSimulatorOptions {
@@ -37,10 +39,12 @@ export interface B2bSimulatorOptions {
   /** Token expiry is judged on `clock.now()`; default the system clock. */
   clock?: Clock;
   /**
-   * Where protected operations expect the token. Default `Authorization: Bearer <token>`. When
-   * given without `scheme`, the header carries the bare token.
+   * Where protected operations expect the token, with the ApiKey header required too. Default
+   * `Authorization: Bearer <token>`. When given without `scheme`, the header carries the bare token.
    */
   auth?: { header: string; scheme?: string };
+  /** Overrides `auth`: any one presentation, with or without the ApiKey (`simulate --token-in`). */
+  tokenIn?: TokenPresentation;
   /** When set, `GET /pub/b2b/v1/objects/<id>` knows only this id; otherwise any id. */
   rkObjectId?: string;
 }
@@ -75,9 +79,9 @@ export function createB2bSimulator(options: B2bSimulatorOptions): B2bSimulator {
     apiKey: options.apiKey,
     password: options.password,
     rkObjectId: options.rkObjectId,
-    auth: options.auth
-      ? { header: options.auth.header.toLowerCase(), scheme: options.auth.scheme || undefined }
-      : { header: 'authorization', scheme: 'Bearer' },
+    auth: options.tokenIn ?? (options.auth
+      ? { in: 'header', name: options.auth.header.toLowerCase(), scheme: options.auth.scheme || undefined, requireApiKey: true }
+      : DEFAULT_PRESENTATION),
     tokens,
     faults,
     stats,

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { generateTlsMaterial, type TlsMaterial } from './certs.js';
-import { localizationSampleData } from './localization-data.js';
+import { localizationSampleData, type WeblateShape } from './localization-data.js';
 
 export interface LocalizationSimulatorOptions {
   /** When set, requests need `Authorization: Token <token>` (or Bearer), as with REQUIRE_LOGIN. */
@@ -11,7 +11,12 @@ export interface LocalizationSimulatorOptions {
   tls?: TlsMaterial;
   host?: string;
   port?: number;
-  /** Translations keyed `project/component/language`, built from the simulator's base URL. */
+  /**
+   * Answer shape of the built-in data: `current` (Weblate 4.3+, the default: source language on
+   * the component, null VCS fields of a read-only token) or `legacy` (Weblate ≤ 4.2 and the seed).
+   */
+  shape?: WeblateShape;
+  /** Translations keyed `project/[category/]component/language`, built from the simulator's base URL. */
   data?: (baseUrl: string) => Map<string, Record<string, unknown>>;
 }
 
@@ -99,13 +104,22 @@ export function createLocalizationSimulator(options: LocalizationSimulatorOption
     }
     const url = new URL(req.url ?? '/', 'https://simulator.invalid');
     const format = url.searchParams.get('format');
-    const match = /^\/api\/translations\/([^/]+)\/([^/]+)\/([^/]+)\/$/.exec(url.pathname);
-    let key: string | undefined;
+    // Like Django behind a WSGI server: the path is percent-decoded once before routing, so a
+    // bare %2F is a `/` there; a category component comes as `docs%252Fguide` → `docs%2Fguide`.
+    let path: string;
     try {
-      key = match ? match.slice(1).map((s) => decodeURIComponent(s)).join('/') : undefined;
+      path = decodeURIComponent(url.pathname);
     } catch {
-      key = undefined; // malformed percent-encoding: Weblate answers 404 too
+      return sendError(res, 404, 'Not found.'); // malformed percent-encoding
     }
+    if (/^\/api\/translations\/[^/]+\/[^/]+\/[^/]+$/.test(path)) {
+      // Django's APPEND_SLASH: a 301 to the same path with the slash, as an absolute path.
+      res.writeHead(301, { location: `${url.pathname}/${url.search}`, 'content-length': 0 });
+      res.end();
+      return;
+    }
+    const match = /^\/api\/translations\/([^/]+)\/([^/]+)\/([^/]+)\/$/.exec(path);
+    const key = match ? [match[1], match[2]!.replace(/%2F/gi, '/'), match[3]].join('/') : undefined;
     const found = key === undefined ? undefined : data.get(key);
     if (!found || (format !== null && format !== 'json' && format !== 'api')) {
       return sendError(res, 404, 'No Translation matches the given query.');
@@ -137,7 +151,7 @@ export function createLocalizationSimulator(options: LocalizationSimulatorOption
       const { port, address } = srv.address() as AddressInfo;
       const host = address === '0.0.0.0' || address === '::' ? 'localhost' : address.includes(':') ? `[${address}]` : address;
       const url = `https://${host}:${port}`;
-      data = (options.data ?? localizationSampleData)(url);
+      data = options.data ? options.data(url) : localizationSampleData(url, options.shape);
       return { port, url };
     },
     async stop() {

@@ -17,3 +17,11 @@ declare module 'undici/lib/core/util.js' {
   const util: { parseHeaders(raw: Buffer[]): Record<string, string | string[]> };
   export default util;
 }
+declare module 'undici/lib/dispatcher/client.js' {
+  import { Client } from 'undici';
+  export default Client;
+}
+declare module 'undici/lib/core/symbols.js' {
+  const symbols: { kKeepAliveDefaultTimeout: symbol; kKeepAliveMaxTimeout: symbol };
+  export default symbols;
+}

@@ -1,0 +1,130 @@
+import type { Config } from '../config-schema.js';
+import { createCredentialStore, type CredentialStore } from '../credentials.js';
+import { discoverAttach } from '../doctor/attach-discovery.js';
+import { checkConnection } from '../doctor/connect-check.js';
+import { formatSteps, type DoctorStep } from '../doctor/doctor-report.js';
+import { checkGentoken } from '../doctor/gentoken-check.js';
+import { checkProbe, type ProbeTarget } from '../doctor/probe-check.js';
+import { ConfigError } from '../errors.js';
+import { loadConfig } from '../load-config.js';
+import { createLogger } from '../logger.js';
+import { basePathOf } from '../proxy-engine.js';
+import { SecretSet } from '../secrets.js';
+import { loadTrustedCas } from '../tls.js';
+import { createTokenClient } from '../token-client.js';
+import { createUndiciEngine } from '../undici-engine.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+
+/** Arguments of `doctor`. */
+export interface DoctorArgs {
+  config?: string;
+  /** Print the steps as a JSON array of {@link DoctorStep}. */
+  json?: boolean;
+  /** A harmless GET path under `service.baseUrl` that the integrator knows (e.g. an object lookup). */
+  probe?: string;
+  /** Try the common token presentations on the probe path (needs `probe`). */
+  discoverAttach?: boolean;
+}
+
+/** Origin-form, under baseUrl: no scheme or authority (`//host`), no fragment, nothing invisible. */
+const PROBE_PATH = /^\/(?!\/)[\x21-\x7e]*$/;
+
+/**
+ * `doctor --config FILE [--json] [--probe PATH] [--discover-attach]`: the first-run diagnosis.
+ * Steps in order, stopping at the first failure (except that a probe refused with 401/403 still
+ * runs the discovery asked for): config, connect (DNS, TCP, TLS chain and name), gentoken, probe,
+ * discover-attach. Prints no password, ApiKey or token: every line goes through the secret set.
+ * Exit codes: 0 every step passed, 1 a step failed, 2 invalid configuration or options.
+ */
+export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<number> {
+  if (args.discoverAttach && args.probe === undefined) {
+    io.stderr.write('doctor: --discover-attach needs --probe PATH (a harmless GET the service knows)\n');
+    return EXIT_USAGE;
+  }
+  if (args.probe !== undefined && !PROBE_PATH.test(args.probe)) {
+    io.stderr.write('doctor: --probe must be a path under service.baseUrl starting with one /, e.g. /pub/b2b/v1/objects/123\n');
+    return EXIT_USAGE;
+  }
+  const secrets = new SecretSet();
+  const steps: DoctorStep[] = [];
+  const finish = (code?: number): number => {
+    io.stdout.write(secrets.redact(args.json ? `${JSON.stringify(steps, null, 2)}\n` : formatSteps(steps)));
+    return code ?? (steps.every((s) => s.ok) ? EXIT_OK : EXIT_FAILURE);
+  };
+
+  const loaded = await loadEverything(args.config, io, secrets);
+  steps.push(loaded.step);
+  if (!('config' in loaded)) return finish(loaded.code);
+  const { config, store } = loaded;
+  try {
+    await diagnose(config, store, args, steps, secrets);
+    return finish();
+  } finally {
+    store.close();
+  }
+}
+
+/**
+ * Step 1: the configuration exactly as `check-config` loads it, then the credentials as `run`
+ * reads them at start (a credential file `run` would refuse is a configuration error there too).
+ */
+async function loadEverything(path: string | undefined, io: CommandIo, secrets: SecretSet): Promise<{ step: DoctorStep; config: Config; store: CredentialStore } | { step: DoctorStep; code: number }> {
+  const source = path ? `config file ${path} and environment` : 'environment (no --config)';
+  try {
+    const config = await loadConfig(path, io.env);
+    const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
+    const store = await createCredentialStore(config.credentials, { logger, secrets });
+    return { config, store, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable` } };
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      const step: DoctorStep = { step: 'config', ok: false, detail: `${source}: invalid configuration`, hint: 'fix every problem listed (check-config lists the same)', problems: err.problems };
+      return { step, code: EXIT_USAGE };
+    }
+    return { step: { step: 'config', ok: false, detail: `${source}: cannot be loaded: ${(err as Error).message}`, hint: 'check the file and its permissions' }, code: EXIT_FAILURE };
+  }
+}
+
+/** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
+async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs, steps: DoctorStep[], secrets: SecretSet): Promise<void> {
+  const url = new URL(config.service.baseUrl);
+  let ca: string[] | undefined;
+  try {
+    ca = loadTrustedCas(config.service.caFile);
+  } catch (err) {
+    steps.push({ step: 'connect', ok: false, detail: `service.caFile cannot be used: ${(err as Error).message}`, hint: 'set service.caFile to a readable PEM file holding the CA certificate' });
+    return;
+  }
+  const connect = await checkConnection({ url, ca, caFile: config.service.caFile, timeoutMs: config.service.tokenTimeoutMs });
+  steps.push(connect);
+  if (!connect.ok) return;
+
+  const client = createTokenClient({ baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs });
+  const credentials = store.current();
+  const gentoken = await checkGentoken(client, credentials, config.service.baseUrl).finally(() => client.close());
+  steps.push(gentoken.step);
+  if (!gentoken.result || args.probe === undefined) return;
+  secrets.addToken(gentoken.result.token);
+
+  const engine = createUndiciEngine({
+    baseUrl: url,
+    ca,
+    maxSockets: 1,
+    keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
+    headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs,
+    bodyTimeoutMs: config.proxy.idleTimeoutMs,
+  });
+  try {
+    const target: ProbeTarget = {
+      engine,
+      path: args.probe,
+      base: `${url.origin}${basePathOf(url)}`,
+      vars: { token: gentoken.result.token, apiKey: credentials.apiKey, rkObjectId: credentials.rkObjectId },
+    };
+    const probe = await checkProbe(target, config.token.attach, args.discoverAttach === true);
+    steps.push(probe);
+    const refused = probe.status === 401 || probe.status === 403;
+    if (args.discoverAttach && (probe.ok || refused)) steps.push(await discoverAttach(target));
+  } finally {
+    await engine.close();
+  }
+}

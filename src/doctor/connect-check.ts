@@ -1,0 +1,170 @@
+import { lookup } from 'node:dns/promises';
+import { connect as tcpConnect, isIP, type Socket } from 'node:net';
+import { checkServerIdentity, connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { clampDelay } from '../clock.js';
+import { trustContext } from '../tls.js';
+import type { DoctorStep } from './doctor-report.js';
+
+/** Options of {@link checkConnection}. */
+export interface ConnectCheckOptions {
+  /** `service.baseUrl`. */
+  url: URL;
+  /** Trusted CAs (system roots + `service.caFile`), undefined for the system roots alone. */
+  ca: string[] | undefined;
+  /** `service.caFile`, named in hints. */
+  caFile: string | undefined;
+  /** Deadline for each of TCP connect and TLS handshake, in milliseconds. */
+  timeoutMs: number;
+}
+
+/** Chain errors that mean "not signed by anything trusted" (rather than expired or revoked). */
+const UNTRUSTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE',
+]);
+
+/**
+ * DNS, then TCP, then the TLS handshake with the chain and the name checked separately, so the
+ * step says which one failed: the sidecar's own connections report all of them as one error.
+ */
+export async function checkConnection(o: ConnectCheckOptions): Promise<DoctorStep> {
+  const host = o.url.hostname.replace(/^\[|\]$/g, '');
+  const port = Number(o.url.port || (o.url.protocol === 'http:' ? 80 : 443));
+  const fail = (detail: string, hint: string): DoctorStep => ({ step: 'connect', ok: false, detail, hint });
+
+  let addresses: string[];
+  try {
+    addresses = isIP(host) ? [host] : (await lookup(host, { all: true })).map((a) => a.address);
+  } catch (err) {
+    return fail(`DNS lookup of ${host} failed (${codeOf(err)})`, 'check the host name in service.baseUrl, and that this machine can resolve it (DNS, /etc/hosts)');
+  }
+  const resolved = isIP(host) ? '' : `${host} resolved to ${addresses.join(', ')}; `;
+
+  let socket: Socket | undefined;
+  let lastError = '';
+  for (const address of addresses) {
+    const attempt = await connectTcp(address, port, o.timeoutMs);
+    if ('socket' in attempt) {
+      socket = attempt.socket;
+      break;
+    }
+    lastError = attempt.error;
+  }
+  if (!socket) {
+    const where = `${addresses.length > 1 ? addresses.join(' and ') : addresses[0]} port ${port}`;
+    if (lastError === 'ETIMEDOUT') {
+      return fail(`${resolved}TCP connection to ${where}: no answer within ${o.timeoutMs} ms`,
+        'a firewall may drop the traffic, or the service admits only registered client addresses: ask the support team to allow this machine\'s address');
+    }
+    if (lastError === 'ECONNREFUSED') {
+      return fail(`${resolved}TCP connection to ${where} refused (ECONNREFUSED)`, 'nothing listens there: check the port in service.baseUrl');
+    }
+    return fail(`${resolved}TCP connection to ${where} failed (${lastError})`, 'check the network route to the service (proxy, firewall, VPN)');
+  }
+  const tcp = `${resolved}TCP ${socket.remoteAddress ?? host} port ${port} open`;
+  if (o.url.protocol === 'http:') {
+    socket.destroy();
+    return { step: 'connect', ok: true, detail: `${tcp}; no TLS (http://, service.allowInsecureHttp)` };
+  }
+
+  const handshake = await handshakeTls(socket, host, o.ca, o.timeoutMs);
+  if ('error' in handshake) {
+    return fail(`${tcp}; TLS handshake failed (${handshake.error})`, 'the port may not speak TLS (an http:// port?) or a middlebox interferes: check the scheme and port of service.baseUrl');
+  }
+  const { tls, cert } = handshake;
+  tls.destroy();
+  const roots = o.caFile ? `system roots + service.caFile ${o.caFile}` : 'system roots';
+  if (!tls.authorized) {
+    const code = String(tls.authorizationError);
+    const issuer = describeName(cert.issuer);
+    if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') {
+      return fail(`${tcp}; certificate chain invalid (${code}: valid ${cert.valid_from} to ${cert.valid_to})`,
+        'the service must renew its certificate (tell the support team), or this machine\'s clock is wrong');
+    }
+    if (UNTRUSTED.has(code)) {
+      return fail(`${tcp}; certificate chain not trusted against ${roots} (${code}; issuer ${issuer})`,
+        o.caFile
+          ? `service.caFile (${o.caFile}) does not hold the CA that signed the service's certificate (${issuer}): put that CA's PEM certificate in it`
+          : `the service's certificate is not signed by a CA in the system roots: set service.caFile to a PEM file holding the CA that signed it (${issuer})`);
+    }
+    return fail(`${tcp}; certificate rejected (${code})`, 'ask the support team which CA signs the service\'s certificate; set service.caFile to it');
+  }
+  const mismatch = checkServerIdentity(host, cert);
+  if (mismatch) {
+    const names = certificateNames(cert);
+    return fail(`${tcp}; chain trusted (${roots}), but the certificate does not cover ${host} (it names ${names || 'no host'})`,
+      names ? `use a host the certificate names in service.baseUrl (${names}), or ask the support team for a certificate that covers ${host}` : `ask the support team for a certificate that covers ${host}`);
+  }
+  return { step: 'connect', ok: true, detail: `${tcp}; TLS chain trusted (${roots}); certificate covers ${host}` };
+}
+
+function connectTcp(address: string, port: number, timeoutMs: number): Promise<{ socket: Socket } | { error: string }> {
+  return new Promise((resolve) => {
+    const socket = tcpConnect({ host: address, port });
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ error: 'ETIMEDOUT' });
+    }, clampDelay(timeoutMs));
+    socket.once('connect', () => {
+      clearTimeout(timer);
+      resolve({ socket });
+    });
+    socket.once('error', (err) => {
+      clearTimeout(timer);
+      resolve({ error: codeOf(err) });
+    });
+  });
+}
+
+/**
+ * The handshake on the open socket, judging nothing itself: `authorized` then tells the chain
+ * verdict and the name is checked afterwards, so a bad chain and a wrong name are told apart.
+ */
+function handshakeTls(socket: Socket, host: string, ca: string[] | undefined, timeoutMs: number): Promise<{ tls: TLSSocket; cert: PeerCertificate } | { error: string }> {
+  return new Promise((resolve) => {
+    const secureContext = trustContext(ca);
+    const tls = tlsConnect({
+      socket,
+      // SNI carries host names only (RFC 6066 §3).
+      ...(isIP(host) ? {} : { servername: host }),
+      ...(secureContext ? { secureContext } : {}),
+      ALPNProtocols: ['http/1.1'],
+      rejectUnauthorized: false,
+      checkServerIdentity: () => undefined,
+    });
+    const timer = setTimeout(() => {
+      tls.destroy();
+      resolve({ error: `no handshake within ${timeoutMs} ms` });
+    }, clampDelay(timeoutMs));
+    tls.once('secureConnect', () => {
+      clearTimeout(timer);
+      resolve({ tls, cert: tls.getPeerCertificate() });
+    });
+    tls.once('error', (err) => {
+      clearTimeout(timer);
+      tls.destroy();
+      resolve({ error: codeOf(err) });
+    });
+  });
+}
+
+/** `CN=ca1, O=Joyent`: enough to recognise a CA without dumping the whole subject. */
+function describeName(name: PeerCertificate['issuer'] | undefined): string {
+  const parts = (['CN', 'O'] as const).flatMap((k) => {
+    // Typed as a string, but Node gives an array for an attribute that occurs more than once.
+    const v: string | string[] | undefined = name?.[k];
+    return v === undefined ? [] : [`${k}=${Array.isArray(v) ? v.join('+') : v}`];
+  });
+  return parts.length ? parts.join(', ') : 'unknown';
+}
+
+/** The names a certificate covers: its subjectAltName entries, else (as Node falls back) its CN. */
+function certificateNames(cert: PeerCertificate): string {
+  if (cert.subjectaltname) return cert.subjectaltname.split(', ').map((n) => n.replace(/^(DNS|IP Address):/, '')).join(', ');
+  const cn = cert.subject?.CN;
+  return Array.isArray(cn) ? cn.join(', ') : (cn ?? '');
+}
+
+function codeOf(err: unknown): string {
+  return (err as { code?: string } | undefined)?.code ?? (err instanceof Error ? err.message : String(err));
+}

@@ -1,0 +1,71 @@
+import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../errors.js';
+import { gentokenUrl, type AuthResult, type Credentials, type TokenClient } from '../token-client.js';
+import type { DoctorStep } from './doctor-report.js';
+
+/** The path users paste into baseUrl by mistake; gentoken then lives at …/pub/b2b/v1/pub/b2b/v1/…. */
+const API_PATH = /\/pub\/b2b\/v1\/?$/;
+const REMOVE_API_PATH = 'service.baseUrl must be the API root, without /pub/b2b/v1 (the sidecar adds it): remove /pub/b2b/v1 from it';
+
+/**
+ * One gentoken call with the production client. Resolves with the step and, when it passed, the
+ * AuthResult (the token is for the probe; it is never printed).
+ */
+export async function checkGentoken(client: TokenClient, credentials: Credentials, baseUrl: string): Promise<{ step: DoctorStep; result?: AuthResult }> {
+  const url = gentokenUrl(baseUrl);
+  const base = { step: 'gentoken' as const, url };
+  try {
+    const result = await client.requestToken(credentials);
+    return { step: { ...base, ok: true, status: 200, detail: `POST ${url} → 200, token valid for ${result.aliveSecondsTtl} s` }, result };
+  } catch (err) {
+    return { step: { ...base, ok: false, ...describe(err, url, baseUrl) } };
+  }
+}
+
+function describe(err: unknown, url: string, baseUrl: string): { detail: string; hint: string; status?: number } {
+  const doubled = API_PATH.test(new URL(baseUrl).pathname);
+  if (err instanceof TokenUnauthorizedError) {
+    return {
+      status: 401,
+      detail: `POST ${url} → 401: ${err.serverMessage}`,
+      // A service that checks the token before routing answers 401 for the doubled path too.
+      hint: doubled
+        ? REMOVE_API_PATH
+        : 'the service rejected credentials.apiKey or credentials.password (or this machine\'s address): check them with the support team',
+    };
+  }
+  if (err instanceof InvalidResponseError) {
+    return {
+      status: 200,
+      detail: `POST ${url} → 200, but not an AuthResult: ${err.field} ${err.message.replace(/^invalid response: \S+ /, '')}`,
+      hint: 'service.baseUrl may point at something other than the B2B service',
+    };
+  }
+  const status = err instanceof TokenRequestError ? err.upstreamStatus : undefined;
+  if (status === 404) {
+    return {
+      status,
+      detail: `POST ${url} → 404`,
+      hint: doubled
+        ? REMOVE_API_PATH
+        : 'service.baseUrl must be the API root, without /pub/b2b/v1: gentoken is not at this address; check it with the support team',
+    };
+  }
+  if (status !== undefined && status >= 300 && status < 400) {
+    const to = err instanceof TokenRequestError && err.location ? err.location : 'an address it did not give';
+    return {
+      status,
+      detail: `POST ${url} → ${status} redirect to ${to} (not followed: it would re-send the password)`,
+      hint: `if you trust ${to}, set service.baseUrl to its API root`,
+    };
+  }
+  if (status !== undefined) {
+    return { status, detail: `POST ${url} → ${status}`, hint: 'the service failed to issue a token: retry later, or tell the support team' };
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return {
+    detail: `POST ${url} failed: ${message}`,
+    hint: /timed out/.test(message)
+      ? 'the service did not answer within service.tokenTimeoutMs'
+      : 'the connection failed after the connect step passed: retry, and check proxies or firewalls on the way',
+  };
+}

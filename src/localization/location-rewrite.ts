@@ -1,0 +1,47 @@
+/**
+ * Rewrites a response's `Location` that points at the localization server so that a client
+ * following it stays on the sidecar's route: Weblate answers a URL without its trailing slash
+ * with `301 Location: /api/translations/p/c/de/` (Django's APPEND_SLASH), which, passed back
+ * unchanged through `/l10n`, lands the client on the B2B route (issue 12).
+ *
+ * - an absolute path (`/api/...`) or an absolute URL on the server's origin (`https://l10n.example/api/...`)
+ *   becomes `{prefix}{path}`; when `baseUrl` has a path (`https://host/weblate`), it must start
+ *   with that path, which is replaced by the prefix;
+ * - anything else (another origin, a path outside the server's base path, a relative reference,
+ *   which the client already resolves under the prefix) is returned unchanged.
+ */
+export function createLocationRewrite(baseUrl: string, prefix: string): (location: string) => string {
+  const base = new URL(baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+
+  return function rewriteLocation(location: string): string {
+    const path = serverPath(location, base);
+    if (path === undefined) return location;
+    if (basePath === '') return prefix + path;
+    if (path === basePath) return `${prefix}/`;
+    const next = path.charAt(basePath.length);
+    if (path.startsWith(basePath) && (next === '/' || next === '?' || next === '#')) {
+      return prefix + (next === '/' ? '' : '/') + path.slice(basePath.length);
+    }
+    return location;
+  };
+}
+
+const ABSOLUTE_URL = /^([a-z][a-z0-9+.-]*:)?\/\/[^/?#]*/i;
+
+/** The path (with query and fragment, as sent) of a Location on `base`'s origin, else undefined. */
+function serverPath(location: string, base: URL): string | undefined {
+  if (location.startsWith('/') && !location.startsWith('//')) return location;
+  const authority = ABSOLUTE_URL.exec(location);
+  if (!authority) return undefined;
+  let target: URL;
+  try {
+    target = new URL(location, base); // `//host/x` takes the server's scheme
+  } catch {
+    return undefined;
+  }
+  if (target.origin !== base.origin) return undefined;
+  // The raw rest, not target.pathname: URL parsing would resolve `..` and re-encode the path.
+  const rest = location.slice(authority[0].length);
+  return rest.startsWith('/') ? rest : `/${rest}`;
+}

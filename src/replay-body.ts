@@ -1,0 +1,172 @@
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+
+/**
+ * The bytes held for replay across every request in flight. Each request's copy is bounded by
+ * `proxy.replayBodyLimitBytes`; this bounds their sum (`proxy.replayBufferTotalBytes`), so 50
+ * concurrent uploads cannot hold 50 × the per-request limit. A request that would exceed it
+ * simply loses its replay (its 401 is passed back, as for a body above the limit).
+ */
+export class ReplayBudget {
+  #held = 0;
+  constructor(readonly capacity: number) {}
+
+  /** Bytes currently held (the `b2b_sidecar_replay_buffer_bytes` gauge). */
+  get held(): number {
+    return this.#held;
+  }
+
+  take(bytes: number): boolean {
+    if (this.#held + bytes > this.capacity) return false;
+    this.#held += bytes;
+    return true;
+  }
+
+  give(bytes: number): void {
+    this.#held -= bytes;
+  }
+}
+
+/** Why a request's copy was given up while it was being captured. */
+export type CaptureDropReason = 'request_limit' | 'global_limit';
+
+const ignore = () => undefined;
+// undici's abort code, not ECONNRESET: the service did not reset anything.
+const clientAborted = () => Object.assign(new Error('client aborted the request body'), { code: 'UND_ERR_ABORTED' });
+
+/**
+ * A request body streamed upstream at once while a copy is kept for one replay (after a 401 or a
+ * reset on a stale connection). The copy is dropped as soon as it outgrows the per-request limit
+ * or the shared budget; then the request simply cannot be replayed.
+ *
+ * It reads the client's IncomingMessage itself and is the Readable an engine consumes, with the
+ * client's back-pressure passed through. When the engine stops reading (its exchange failed or
+ * the service answered before reading everything), `captured()` keeps reading the client into
+ * the copy, so a replay can still send the whole body.
+ */
+export class ReplayTee extends Readable {
+  readonly #req: IncomingMessage;
+  readonly #limit: number;
+  readonly #budget: ReplayBudget;
+  readonly #onDrop: (reason: CaptureDropReason) => void;
+  #chunks: Buffer[] | undefined = [];
+  #size = 0;
+  #ended = false;
+  #aborted = false;
+  /** No consumer any more: chunks only go to the copy. */
+  #detached = false;
+  #waiters: Array<(body: Buffer | undefined) => void> = [];
+
+  /** `limit` 0: no copy at all (a body declared larger than the limit, or replay off). */
+  constructor(req: IncomingMessage, limit: number, budget: ReplayBudget, onDrop: (reason: CaptureDropReason) => void) {
+    // One client chunk buffered at most before the client is paused: the copy is the buffer.
+    super({ highWaterMark: 16 * 1024 });
+    if (limit === 0) this.#chunks = undefined;
+    this.#req = req;
+    this.#limit = limit;
+    this.#budget = budget;
+    this.#onDrop = onDrop;
+    req.on('data', this.#onData);
+    req.once('end', this.#onEnd);
+    req.once('close', this.#onClose);
+    // A client abort reaches the engine as this stream's error and the request's abort signal;
+    // no consumer may be attached at that moment (a renewal in progress).
+    this.on('error', ignore);
+  }
+
+  /** Whether a replay is still possible (the copy has not been given up). */
+  get replayable(): boolean {
+    return this.#chunks !== undefined;
+  }
+
+  /**
+   * The whole body once the client has sent it, or undefined when it cannot be replayed (copy
+   * given up, client gone). Stops feeding the current consumer: call it only once the upstream
+   * exchange that read the body is over (answered or failed).
+   */
+  captured(): Promise<Buffer | undefined> {
+    // The exchange that read the body is over: the client's remaining bytes go to the copy, or
+    // are read and discarded so that the client can finish sending and read its answer.
+    this.#detach();
+    if (!this.#chunks || this.#aborted) return Promise.resolve(undefined);
+    if (this.#ended) return Promise.resolve(this.#whole());
+    return new Promise((resolve) => this.#waiters.push(resolve));
+  }
+
+  /** Gives the copy back to the budget; later chunks are no longer copied. Idempotent. */
+  release(): void {
+    if (!this.#chunks) return;
+    this.#budget.give(this.#size);
+    this.#chunks = undefined;
+    this.#size = 0;
+    this.#settle(undefined);
+  }
+
+  override _read(): void {
+    if (!this.#ended) this.#req.resume();
+  }
+
+  override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
+    // The engine gave up on this upload (failed exchange, or the service answered before reading
+    // it all). The client's connection is not destroyed with it: its answer may still be on its
+    // way, and the client's remaining bytes are read (into the copy, or discarded as nginx does)
+    // so that it can finish sending and read that answer.
+    this.#detach();
+    callback(err);
+  }
+
+  #detach(): void {
+    if (this.#detached) return;
+    this.#detached = true;
+    if (!this.#ended) this.#req.resume();
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    if (this.#chunks) this.#capture(chunk);
+    if (this.#detached) return;
+    if (!this.push(chunk)) this.#req.pause();
+  };
+
+  #capture(chunk: Buffer): void {
+    const size = this.#size + chunk.length;
+    if (size > this.#limit) return this.#drop('request_limit');
+    if (!this.#budget.take(chunk.length)) return this.#drop('global_limit');
+    this.#chunks!.push(chunk);
+    this.#size = size;
+  }
+
+  #drop(reason: CaptureDropReason): void {
+    this.release();
+    this.#onDrop(reason);
+  }
+
+  readonly #onEnd = (): void => {
+    this.#ended = true;
+    if (!this.#detached) this.push(null);
+    if (this.#chunks) this.#settle(this.#whole());
+  };
+
+  readonly #onClose = (): void => {
+    this.#req.off('data', this.#onData);
+    if (this.#ended) return;
+    // The client went away mid-upload: the body can neither be completed nor replayed.
+    this.#aborted = true;
+    this.release();
+    if (!this.#detached) this.destroy(clientAborted());
+  };
+
+  #whole(): Buffer {
+    const chunks = this.#chunks!;
+    if (chunks.length !== 1) {
+      const whole = Buffer.concat(chunks, this.#size);
+      this.#chunks = [whole];
+    }
+    return this.#chunks![0] ?? Buffer.alloc(0);
+  }
+
+  #settle(body: Buffer | undefined): void {
+    const waiters = this.#waiters;
+    this.#waiters = [];
+    for (const resolve of waiters) resolve(body);
+  }
+}
