@@ -8,7 +8,7 @@
 #   chgrp 65532 secrets/api-key secrets/password && chmod 0440 secrets/api-key secrets/password
 #
 # The image ships no config: mount one at /etc/b2b-sidecar/sidecar.yaml (see
-# config/sidecar.example.yaml) or override CMD. test/dockerfile.test.ts checks the invariants below;
+# config/sidecar.example.yaml) or override CMD. test/deploy/dockerfile.test.ts checks the invariants below;
 # scripts/runtime-smoke.sh reproduces the runtime stage without Docker.
 #
 # Base image choice: node:20-bookworm-slim for both stages, pinned by full version tag (pin the

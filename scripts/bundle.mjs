@@ -5,8 +5,8 @@ import { build } from 'esbuild';
 import { rm, writeFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
-import { ConfigSchema } from '../dist/config-schema.js';
-import { AJV_OPTIONS, addAnnotationKeywords } from '../dist/config.js';
+import { ConfigSchema } from '../dist/config/schema.js';
+import { AJV_OPTIONS, addAnnotationKeywords } from '../dist/config/validate-config.js';
 
 // The config validator as standalone code, so `run` does not compile the schema at start-up.
 const ajv = addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, code: { source: true } }));

@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
-import { redactConfig } from '../config.js';
-import { loadConfig } from '../load-config.js';
+import { redactConfig } from '../config/validate-config.js';
+import { loadConfig } from '../config/load-config.js';
 import { reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_OK, type CommandIo } from './io.js';
 

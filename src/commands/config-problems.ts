@@ -1,8 +1,8 @@
-import type { Config } from '../config-schema.js';
-import { configWarnings } from '../config-warnings.js';
-import { unknownEnvWarnings } from '../env-warnings.js';
-import { ConfigError } from '../errors.js';
-import { loadConfig } from '../load-config.js';
+import type { Config } from '../config/schema.js';
+import { configWarnings } from '../config/warnings.js';
+import { unknownEnvWarnings } from '../config/env-warnings.js';
+import { ConfigError } from '../shared/errors.js';
+import { loadConfig } from '../config/load-config.js';
 import { EXIT_FAILURE, EXIT_USAGE, type CommandIo } from './io.js';
 
 /**

@@ -1,18 +1,18 @@
-import type { Config } from '../config-schema.js';
-import { createCredentialStore, type CredentialStore } from '../credentials.js';
+import type { Config } from '../config/schema.js';
+import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
 import { discoverAttach } from '../doctor/attach-discovery.js';
 import { checkConnection } from '../doctor/connect-check.js';
 import { formatSteps, type DoctorStep } from '../doctor/doctor-report.js';
 import { checkGentoken } from '../doctor/gentoken-check.js';
 import { checkProbe, type ProbeTarget } from '../doctor/probe-check.js';
-import { ConfigError } from '../errors.js';
-import { loadConfig } from '../load-config.js';
-import { createLogger } from '../logger.js';
-import { basePathOf } from '../proxy-engine.js';
-import { SecretSet } from '../secrets.js';
-import { loadTrustedCas } from '../tls.js';
-import { createTokenClient } from '../token-client.js';
-import { createUndiciEngine } from '../undici-engine.js';
+import { ConfigError } from '../shared/errors.js';
+import { loadConfig } from '../config/load-config.js';
+import { createLogger } from '../observability/logger.js';
+import { basePathOf } from '../upstream/engine.js';
+import { SecretSet } from '../shared/secrets.js';
+import { loadTrustedCas } from '../shared/tls.js';
+import { createTokenClient } from '../token/token-client.js';
+import { createUndiciEngine } from '../upstream/undici-engine.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
 /** Arguments of `doctor`. */

@@ -1,9 +1,9 @@
-import { createCredentialStore } from '../credentials.js';
-import { ConfigError, TokenUnauthorizedError } from '../errors.js';
-import { createLogger } from '../logger.js';
-import { SecretSet } from '../secrets.js';
-import { loadTrustedCas } from '../tls.js';
-import { createTokenClient } from '../token-client.js';
+import { createCredentialStore } from '../token/credential-store.js';
+import { ConfigError, TokenUnauthorizedError } from '../shared/errors.js';
+import { createLogger } from '../observability/logger.js';
+import { SecretSet } from '../shared/secrets.js';
+import { loadTrustedCas } from '../shared/tls.js';
+import { createTokenClient } from '../token/token-client.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 

@@ -1,11 +1,11 @@
-import { ConfigError, InvalidResponseError } from '../errors.js';
-import { loadConfig } from '../load-config.js';
-import { SecretSet } from '../secrets.js';
-import { loadTrustedCas } from '../tls.js';
+import { ConfigError, InvalidResponseError } from '../shared/errors.js';
+import { loadConfig } from '../config/load-config.js';
+import { SecretSet } from '../shared/secrets.js';
+import { loadTrustedCas } from '../shared/tls.js';
 import { createLocalizationClient, type LocalizationClient } from '../localization/localization-client.js';
 import { LocalizationError, TranslationRefError } from '../localization/localization-errors.js';
 import { formatTranslationSummary } from '../localization/summary.js';
-import { createTokenSource } from '../localization/token-source.js';
+import { createTokenSource } from '../localization/weblate-token.js';
 import { parseTranslationRef, type TranslationRef } from '../localization/translation-ref.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 

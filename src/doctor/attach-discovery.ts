@@ -1,5 +1,5 @@
 import { stringify } from 'yaml';
-import type { Attachment } from '../config-schema.js';
+import type { Attachment } from '../config/schema.js';
 import type { DoctorStep } from './doctor-report.js';
 import { probeWith, type ProbeTarget } from './probe-check.js';
 

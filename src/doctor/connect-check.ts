@@ -1,8 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
-import { clampDelay } from '../clock.js';
-import { trustContext } from '../tls.js';
+import { clampDelay } from '../shared/clock.js';
+import { trustContext } from '../shared/tls.js';
 import type { DoctorStep } from './doctor-report.js';
 
 /** Options of {@link checkConnection}. */

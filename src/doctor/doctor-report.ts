@@ -1,4 +1,4 @@
-import type { Attachment } from '../config-schema.js';
+import type { Attachment } from '../config/schema.js';
 
 /** The steps of `doctor`, in the order they run. */
 export type DoctorStepName = 'config' | 'connect' | 'gentoken' | 'probe' | 'discover-attach';

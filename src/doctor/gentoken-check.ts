@@ -1,5 +1,5 @@
-import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../errors.js';
-import { gentokenUrl, type AuthResult, type Credentials, type TokenClient } from '../token-client.js';
+import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
+import { gentokenUrl, type AuthResult, type Credentials, type TokenClient } from '../token/token-client.js';
 import type { DoctorStep } from './doctor-report.js';
 
 /** The path users paste into baseUrl by mistake; gentoken then lives at …/pub/b2b/v1/pub/b2b/v1/…. */

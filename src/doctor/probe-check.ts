@@ -1,6 +1,6 @@
-import { compileAttachments, rewriteCookie, rewriteQuery, type AttachVars } from '../attach.js';
-import type { Attachment } from '../config-schema.js';
-import { ClientGone, type ProxyEngine } from '../proxy-engine.js';
+import { compileAttachments, rewriteCookie, rewriteQuery, type AttachVars } from '../proxy/attach.js';
+import type { Attachment } from '../config/schema.js';
+import { ClientGone, type ProxyEngine } from '../upstream/engine.js';
 import type { DoctorStep } from './doctor-report.js';
 
 /** What a probe needs: the engine to the service, the path under baseUrl and the attach values. */

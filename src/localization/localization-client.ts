@@ -1,7 +1,7 @@
-import { clampDelay } from '../clock.js';
-import { trustContext } from '../tls.js';
-import { Agent, request } from '../undici-request.js';
-import { InvalidResponseError } from '../errors.js';
+import { clampDelay } from '../shared/clock.js';
+import { trustContext } from '../shared/tls.js';
+import { Agent, request } from '../upstream/undici-request.js';
+import { InvalidResponseError } from '../shared/errors.js';
 import {
   LocalizationRateLimitedError, LocalizationRequestError, LocalizationServerError,
   LocalizationUnauthorizedError, TranslationNotFoundError, type LocalizationErrorDetails,

@@ -1,4 +1,4 @@
-import { SidecarError } from '../errors.js';
+import { SidecarError } from '../shared/errors.js';
 
 /** What every localization failure may carry besides its message. */
 export interface LocalizationErrorDetails {

@@ -1,17 +1,17 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
-import type { CompiledAttachments, PreparedAttachments } from '../attach.js';
-import type { Clock } from '../clock.js';
-import type { LocalizationConfig } from '../config-schema.js';
-import { staticCredentials } from '../credential-source.js';
-import { createProxyEngine } from '../create-engine.js';
-import { TokenUnavailableError } from '../errors.js';
-import type { EngineOptions } from '../proxy-engine.js';
-import type { ProxyRoute } from '../proxy-handler.js';
-import type { SecretSet } from '../secrets.js';
+import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.js';
+import type { Clock } from '../shared/clock.js';
+import type { LocalizationConfig } from '../config/schema.js';
+import { staticCredentials } from '../proxy/route-credentials.js';
+import { createProxyEngine } from '../upstream/create-engine.js';
+import { TokenUnavailableError } from '../shared/errors.js';
+import type { EngineOptions } from '../upstream/engine.js';
+import type { ProxyRoute } from '../proxy/proxy-handler.js';
+import type { SecretSet } from '../shared/secrets.js';
 import { createLocalizationClient } from './localization-client.js';
 import { createLocationRewrite } from './location-rewrite.js';
-import { localizationRoute } from './localization-route.js';
+import { localizationRoute } from './route-settings.js';
 import { createTranslationExporter } from './translation-exporter.js';
 import { parseTranslationRef } from './translation-ref.js';
 

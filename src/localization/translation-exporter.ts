@@ -1,6 +1,6 @@
 import type { Registry } from 'prom-client';
-import { Counter, Gauge } from '../prom-client-core.js';
-import type { Clock, TimerHandle } from '../clock.js';
+import { Counter, Gauge } from '../observability/prom-client-core.js';
+import type { Clock, TimerHandle } from '../shared/clock.js';
 import type { LocalizationClient } from './localization-client.js';
 import { LocalizationError, LocalizationRateLimitedError } from './localization-errors.js';
 import { formatTranslationRef, type TranslationRef } from './translation-ref.js';

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Ajv, type ErrorObject } from 'ajv';
-import { InvalidResponseError } from '../errors.js';
+import { InvalidResponseError } from '../shared/errors.js';
 
 /**
  * A tolerant reader of Weblate's translation object: it validates only the fields the product

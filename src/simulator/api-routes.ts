@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { STATUS_CODES } from 'node:http';
-import { fingerprint } from '../secrets.js';
+import { fingerprint } from '../shared/secrets.js';
 import { hashBody, safeEqual, sendJson, sendMessage, waitUnlessClosed } from './http-util.js';
 import type { SimContext } from './sim-context.js';
 import { download, drip, slow } from './stream-routes.js';

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { systemClock, type Clock } from '../clock.js';
-import { compileIpGuard } from '../ip-guard.js';
+import { systemClock, type Clock } from '../shared/clock.js';
+import { compileIpGuard } from '../shared/ip-guard.js';
 import { API_PREFIX, handleApi } from './api-routes.js';
 import { generateTlsMaterial, type TlsMaterial } from './certs.js';
 import { CONTROL_PREFIX, handleControl } from './control-api.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../shared/clock.js';
 
 /** How a presented token was judged. */
 export type TokenVerdict = 'valid' | 'expired' | 'revoked' | 'unknown';

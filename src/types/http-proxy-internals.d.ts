@@ -1,4 +1,4 @@
-// Types for the http-proxy internals src/http-proxy-engine.ts adjusts (the package's types cover
+// Types for the http-proxy internals src/upstream/http-proxy-engine.ts adjusts (the package's types cover
 // only its entry point).
 declare module 'http-proxy/lib/http-proxy/common.js' {
   const common: { urlJoin(...parts: string[]): string };

@@ -1,4 +1,4 @@
-// Types for the prom-client files imported one by one in src/prom-client-core.ts (the package
+// Types for the prom-client files imported one by one in src/observability/prom-client-core.ts (the package
 // ships types only for its entry point).
 declare module 'prom-client/lib/registry.js' {
   import { Registry } from 'prom-client';

@@ -1,4 +1,4 @@
-// Types for the undici files imported one by one in src/undici-core.ts (the package ships types
+// Types for the undici files imported one by one in src/upstream/undici-core.ts (the package ships types
 // only for its entry point).
 declare module 'undici/lib/dispatcher/pool.js' {
   import { Pool } from 'undici';

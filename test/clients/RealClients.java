@@ -17,7 +17,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Java client stacks against the sidecar (test/real-clients.test.ts launches this file with
+ * Java client stacks against the sidecar (test/e2e/real-clients.test.ts launches this file with
  * `java RealClients.java`). Each case first asks the test's control server to revoke every token
  * on the service, then sends one request through the sidecar and prints one JSON line: case,
  * HTTP status, the body size the service's echo reports, and the protocol version Java used.

@@ -1,4 +1,4 @@
-// Node's own http client against the sidecar (test/real-clients.test.ts runs this file): each case
+// Node's own http client against the sidecar (test/e2e/real-clients.test.ts runs this file): each case
 // first asks the test's control server to revoke every token, then prints one JSON line.
 import { request } from 'node:http';
 

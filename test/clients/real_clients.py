@@ -1,4 +1,4 @@
-"""Python client stacks against the sidecar (test/real-clients.test.ts runs this file).
+"""Python client stacks against the sidecar (test/e2e/real-clients.test.ts runs this file).
 
 Each case first asks the test's control server to revoke every token on the service, then
 sends one request through the sidecar and prints one JSON line: case, HTTP status and the

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import type winston from 'winston';
-import { createLogger } from '../../src/logger.js';
-import { SecretSet } from '../../src/secrets.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { SecretSet } from '../../src/shared/secrets.js';
 
 export interface CapturedLogger {
   logger: winston.Logger;

@@ -1,5 +1,5 @@
-import type { Clock, TimerHandle } from '../../src/clock.js';
-import { clampDelay } from '../../src/clock.js';
+import type { Clock, TimerHandle } from '../../src/shared/clock.js';
+import { clampDelay } from '../../src/shared/clock.js';
 
 interface Timer { id: number; at: number; fn: () => void }
 

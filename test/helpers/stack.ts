@@ -1,8 +1,8 @@
 import { request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import type { Clock } from '../../src/clock.js';
-import { validateConfig } from '../../src/config.js';
-import type { Config } from '../../src/config-schema.js';
-import { fingerprint } from '../../src/secrets.js';
+import type { Clock } from '../../src/shared/clock.js';
+import { validateConfig } from '../../src/config/validate-config.js';
+import type { Config } from '../../src/config/schema.js';
+import { fingerprint } from '../../src/shared/secrets.js';
 import { createSidecar, type Sidecar } from '../../src/sidecar.js';
 import { createB2bSimulator, type B2bSimulator } from '../../src/simulator/b2b-simulator.js';
 import { createCaptureLogger, type CapturedLogger } from './capture-logger.js';

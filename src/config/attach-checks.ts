@@ -1,0 +1,105 @@
+import { isRecord } from './walk.js';
+import type { Report } from './checks.js';
+
+/**
+ * Checks of `token.attach`: every entry must produce something the HTTP client will send.
+ * Node's http and undici refuse a header whose name is not an RFC 9110 token or whose value has
+ * characters outside visible ASCII, space, tab and obs-text (0x80-0xFF): the request then fails
+ * at request time, every proxied request gets 502 and /readyz still says ready (issue 13 §2).
+ */
+
+const PLACEHOLDERS = new Set(['token', 'apiKey', 'rkObjectId']);
+/** RFC 9110 `token` characters, the only ones allowed in header and cookie names. */
+const TOKEN_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** RFC 9110 field-value characters as Node (`checkInvalidHeaderChar`) and undici check them. */
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+/** Headers an attachment must not set: hop-by-hop (RFC 9110 §7.6.1), message framing or Expect (PITFALLS 2). */
+const FORBIDDEN_HEADERS = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
+  'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',
+]);
+
+/** Describes the first character of `text` outside `allowed`, e.g. `“ (U+201C) at character 1`. */
+export function firstBadChar(text: string, allowed: RegExp): string | undefined {
+  let i = 0;
+  for (const ch of text) {
+    i++;
+    if (!allowed.test(ch)) {
+      const code = `U+${ch.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+      const shown = /[\p{L}\p{N}\p{P}\p{S}]/u.test(ch) ? `${ch} (${code})` : code;
+      return `${shown} at character ${i}`;
+    }
+  }
+  return undefined;
+}
+
+/** A typographic quote gets its own hint: it is what mail clients and word processors paste. */
+function valueHint(text: string): string {
+  return /[\u2018\u2019\u201a\u201b\u201c\u201d\u201e\u201f\u00ab\u00bb]/.test(text)
+    ? ' (a typographic quote: leave the value unquoted or use plain " in YAML)'
+    : '';
+}
+
+export function checkAttach(list: unknown, rkObjectId: unknown, report: Report): void {
+  if (!Array.isArray(list)) return;
+  if (list.length === 0) return report(['token', 'attach'], 'is empty: nothing would carry the token to the service; leave it out for the default');
+  const seen = new Map<string, number>();
+  let carriesToken = false;
+  list.forEach((entry, i) => {
+    if (!isRecord(entry)) return;
+    const base = ['token', 'attach', i];
+    const { in: where, name, value } = entry;
+    if (typeof value === 'string') {
+      if (value.replace(/\$\{token\}/g, '').includes('{token}')) carriesToken = true;
+      checkValue(value, where, rkObjectId, (reason) => report([...base, 'value'], reason));
+    }
+    if (typeof name !== 'string' || typeof where !== 'string') return;
+    if ((where === 'header' || where === 'cookie') && !TOKEN_NAME.test(name)) {
+      const bad = firstBadChar(name, /[!#$%&'*+.^_`|~0-9A-Za-z-]/);
+      report([...base, 'name'], `"${name}" is not a valid ${where} name${bad ? `: ${bad} is not allowed (letters, digits and !#$%&'*+-.^_\`|~ only)` : ''}`);
+    } else if (where === 'header' && FORBIDDEN_HEADERS.has(name.toLowerCase())) {
+      report([...base, 'name'], `${name} is a hop-by-hop or framing header the proxy manages; it cannot be attached`);
+    }
+    const id = where === 'header' ? `header ${name.toLowerCase()}` : `${where} ${name}`;
+    const first = seen.get(id);
+    if (first !== undefined) report([...base, 'name'], `duplicates token.attach[${first}] (${where} ${name})`);
+    else seen.set(id, i);
+  });
+  if (!carriesToken) report(['token', 'attach'], 'no entry has {token} in its value: the service would never see the token');
+}
+
+/**
+ * The template, and what is known of the values substituted into it: the token and ApiKey are
+ * visible ASCII (checked when they arrive), rkObjectId is in the config and checked here.
+ */
+function checkValue(value: string, where: unknown, rkObjectId: unknown, problem: (reason: string) => void): void {
+  if (value === '') return problem('is empty: the entry would send nothing');
+  for (const [, placeholder] of value.matchAll(/\$\{([^{}]*)\}/g)) {
+    if (PLACEHOLDERS.has(placeholder!)) problem(`\${${placeholder}} is shell syntax and would be sent literally: did you mean {${placeholder}}?`);
+  }
+  for (const [, placeholder] of value.matchAll(/\{([^{}]*)\}/g)) {
+    if (!PLACEHOLDERS.has(placeholder!)) {
+      problem(`unknown placeholder {${placeholder}} (known: {token}, {apiKey}, {rkObjectId})`);
+    } else if (placeholder === 'rkObjectId' && rkObjectId === undefined) {
+      problem('uses {rkObjectId} but credentials.rkObjectId (B2B_RK_OBJECT_ID) is not set');
+    }
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\x00-\x1f\x7f]/.test(value)) return problem('must not contain control characters (CR, LF, ...)');
+  if (where === 'header') {
+    const bad = firstBadChar(value, FIELD_VALUE);
+    if (bad) problem(`contains ${bad}, which an HTTP header cannot carry${valueHint(value)}`);
+    if (value.includes('{rkObjectId}') && typeof rkObjectId === 'string') {
+      const badId = firstBadChar(rkObjectId, /[\x20-\x7e\x80-\xff]/);
+      if (badId) problem(`puts credentials.rkObjectId (B2B_RK_OBJECT_ID) in a header, but it contains ${badId}, which a header cannot carry`);
+    }
+  } else if (where === 'cookie' && /[\s",;\\]/.test(value)) {
+    problem('a cookie value must not contain spaces, quotes, commas, semicolons or backslashes');
+  }
+  // Query and cookie values are URL-encoded, which throws on a lone surrogate.
+  if (LONE_SURROGATE.test(value)) problem('is not well-formed Unicode (a lone surrogate)');
+  if (value.includes('{rkObjectId}') && typeof rkObjectId === 'string' && LONE_SURROGATE.test(rkObjectId)) {
+    problem('uses credentials.rkObjectId (B2B_RK_OBJECT_ID), which is not well-formed Unicode (a lone surrogate)');
+  }
+}

@@ -1,0 +1,196 @@
+import { readFile } from 'node:fs/promises';
+import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
+import { validateConfig, type Config } from './validate-config.js';
+import { hostProblems } from './host-checks.js';
+import { envBindings, formatProblem, isRecord, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
+import { ConfigError } from '../shared/errors.js';
+
+/**
+ * Loads the configuration: the YAML file (JSON is YAML too, so `.json` files load the same
+ * way), then every `x-env` environment override, then {@link validateConfig}.
+ * `path` undefined means env only (containers). An empty env var counts as unset, as
+ * docker-compose's `${VAR}` expands a missing variable to "".
+ * `...File` keys stay paths: the credential store re-reads them on rotation.
+ * This is the one validation entry of every command (`check-config`, `run`, `token`, `doctor`),
+ * so they all reach the same verdict.
+ *
+ * @throws ConfigError listing every problem: file, env coercion and validation together.
+ */
+export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
+  const { data, problems: fileProblems } = path === undefined ? { data: {}, problems: [] } : await readConfigFile(path);
+  const problems = [...fileProblems, ...applyEnv(data, env)];
+  let config: Config | undefined;
+  try {
+    config = validateConfig(data);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems);
+  }
+  problems.push(...await hostProblems(data));
+  if (problems.length > 0 || config === undefined) throw new ConfigError(problems);
+  return config;
+}
+
+/** Never quotes the source or yaml's messages: the value at fault may be a password. */
+const QUOTE_HINT = 'quote values that start with * & or !';
+
+async function readConfigFile(path: string): Promise<{ data: Record<string, unknown>; problems: string[] }> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : `cannot be read (${code ?? String(err)})`;
+    throw new ConfigError([`config file ${path} ${why}`]);
+  }
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true, lineCounter });
+  if (doc.errors.length > 0) {
+    // Only the first line of yaml's message: the rest quotes the source, which may hold a secret.
+    throw new ConfigError(doc.errors.map((e) => {
+      const where = e.linePos ? ` at line ${e.linePos[0].line}, column ${e.linePos[0].col}` : '';
+      // yaml's own text names its API (parseAllDocuments()); say what is wrong in the file instead.
+      if (e.code === 'MULTIPLE_DOCS') {
+        const line = e.linePos ? ` at line ${e.linePos[0].line}` : '';
+        return `config file ${path}: holds more than one YAML document (the "---"${line} starts another); keep a single document`;
+      }
+      const what = (e.message.split('\n')[0] ?? '').replace(/ at line \d+, column \d+:?$/, '');
+      return `config file ${path}: invalid YAML${where}: ${what}`;
+    }));
+  }
+  let value: unknown;
+  try {
+    value = doc.toJS();
+  } catch {
+    // An unquoted `password: *Secr3t` is an alias; yaml's ReferenceError names it, i.e. the password.
+    const lines = unresolvedAliasLines(doc, lineCounter);
+    throw new ConfigError(lines.length > 0
+      ? lines.map((line) => `config file ${path}: unresolved YAML alias at line ${line}: ${QUOTE_HINT}`)
+      : [`config file ${path}: YAML aliases cannot be resolved: ${QUOTE_HINT}`]);
+  }
+  if (value === null || value === undefined) return { data: {}, problems: [] };
+  if (!isRecord(value)) throw new ConfigError([`config file ${path}: must be a mapping of keys to values`]);
+  coerceBooleans(value);
+  return { data: value, problems: silentYamlChanges(path, doc, lineCounter) };
+}
+
+/**
+ * YAML 1.2 reads `yes`, `on`, `off` as strings; the env vars accept them for booleans, so the
+ * file does too (`log.requests: yes`), with the same words. In place.
+ */
+function coerceBooleans(data: Record<string, unknown>): void {
+  walkProperties((path, node) => {
+    if (node.type !== 'boolean') return;
+    const parent = getAt(data, path.slice(0, -1).map(String));
+    const key = String(path[path.length - 1]);
+    if (!isRecord(parent) || typeof parent[key] !== 'string') return;
+    const value = coerce(parent[key], node);
+    if (typeof value === 'boolean') parent[key] = value;
+  });
+}
+
+/** Lines of aliases (`*name`) with no anchor before them. */
+function unresolvedAliasLines(doc: Document, lines: LineCounter): number[] {
+  const found: number[] = [];
+  visit(doc, {
+    Alias(_key, node) {
+      if (node.resolve(doc) === undefined) found.push(lines.linePos(node.range?.[0] ?? 0).line);
+    },
+  });
+  return found;
+}
+
+/**
+ * Unquoted values that YAML reads as something else without an error: `!x` is a tag (dropped,
+ * with only a warning) and `&x` an anchor (dropped silently). A scalar anchor nothing refers to
+ * is such a value; so is every unresolved tag. Reported by line only.
+ */
+function silentYamlChanges(path: string, doc: Document, lines: LineCounter): string[] {
+  const problems = doc.warnings.map((w) => {
+    const where = w.linePos ? ` at line ${w.linePos[0].line}` : '';
+    return w.code === 'TAG_RESOLVE_FAILED'
+      ? `config file ${path}: unknown YAML tag${where} changes the value: ${QUOTE_HINT}`
+      : `config file ${path}: YAML warning ${w.code}${where}`;
+  });
+  const used = new Set<string>();
+  const anchors: Array<{ name: string; line: number }> = [];
+  visit(doc, {
+    Alias(_key, node) {
+      used.add(node.source);
+    },
+    Node(_key, node) {
+      if (isScalar(node) && node.anchor) anchors.push({ name: node.anchor, line: lines.linePos(node.range?.[0] ?? 0).line });
+    },
+  });
+  for (const { name, line } of anchors) {
+    if (!used.has(name)) problems.push(`config file ${path}: unused YAML anchor at line ${line} changes the value: ${QUOTE_HINT}`);
+  }
+  return problems;
+}
+
+/** Applies every set `x-env` variable to `data` in place; returns coercion problems. */
+function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv): string[] {
+  const problems: string[] = [];
+  const fromEnv = new Set<string>();
+  for (const { path, env: name, node } of envBindings()) {
+    const text = env[name];
+    if (text === undefined || text === '') continue;
+    const value = coerce(text, node);
+    if (typeof value === 'object') {
+      problems.push(formatProblem(path, node['x-secret'] ? value.problem : `"${text}" ${value.problem}`));
+      continue;
+    }
+    if (setAt(data, path, value)) fromEnv.add(path.join('.'));
+  }
+  // An env var must be able to replace the file's choice between a value and its ...File twin.
+  for (const key of fromEnv) {
+    const path = key.split('.');
+    const last = path.pop()!;
+    const twin = last.endsWith('File') ? last.slice(0, -'File'.length) : `${last}File`;
+    if (fromEnv.has([...path, twin].join('.')) || schemaAt([...path, twin]) === undefined) continue;
+    const parent = getAt(data, path);
+    if (isRecord(parent)) delete parent[twin];
+  }
+  return problems;
+}
+
+type Coerced = string | number | boolean | { problem: string };
+
+/** Env values are strings; convert to the key's schema type. Unions of literals stay strings. */
+function coerce(text: string, node: SchemaNode): Coerced {
+  const trimmed = text.trim();
+  switch (node.type) {
+    case 'integer':
+      return /^[+-]?\d+$/.test(trimmed) ? Number(trimmed) : { problem: 'is not an integer' };
+    case 'number': {
+      const n = Number(trimmed);
+      return trimmed !== '' && Number.isFinite(n) ? n : { problem: 'is not a number' };
+    }
+    case 'boolean':
+      if (/^(true|1|yes|on)$/i.test(trimmed)) return true;
+      if (/^(false|0|no|off)$/i.test(trimmed)) return false;
+      return { problem: 'is not a boolean (true/false)' };
+    default:
+      return text;
+  }
+}
+
+/** Sets a value, creating missing parent objects; leaves non-object parents for ajv to report. */
+function setAt(data: Record<string, unknown>, path: ConfigPath, value: unknown): boolean {
+  let parent: Record<string, unknown> = data;
+  for (const segment of path.slice(0, -1)) {
+    const key = String(segment);
+    parent[key] ??= {};
+    const next = parent[key];
+    if (!isRecord(next)) return false;
+    parent = next;
+  }
+  parent[String(path[path.length - 1])] = value;
+  return true;
+}
+
+function getAt(data: Record<string, unknown>, path: readonly string[]): unknown {
+  let value: unknown = data;
+  for (const key of path) value = isRecord(value) ? value[key] : undefined;
+  return value;
+}

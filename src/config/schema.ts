@@ -1,0 +1,166 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { MAX_TIMER_MS } from '../shared/clock.js';
+
+/**
+ * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
+ * README configuration table (a test checks the README against this file) and `check-config`.
+ * `x-env` names the environment variable that overrides a key; `x-secret` marks values that are
+ * redacted wherever the config is printed.
+ */
+const env = (name: string) => ({ 'x-env': name });
+const secret = { 'x-secret': true };
+
+/** Node fires a timer longer than 2^31-1 ms after 1 ms (PITFALLS 15): no duration may exceed it. */
+const millis = { maximum: MAX_TIMER_MS };
+/** Seconds settings become timers in ms. */
+const seconds = { maximum: Math.floor(MAX_TIMER_MS / 1000) };
+/**
+ * Largest replay buffer: bodies up to the limit are held in memory, per request (issue 13: with
+ * 10^12 accepted, one 200 MB POST took the process from 63 MB to 847 MB).
+ */
+const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
+/** The API requires a renewal at least every 15 minutes (its description, sections 5 and 8). */
+const MAX_TOKEN_LIFETIME_SECONDS = 900;
+
+const Port = (def: number, envName: string, description: string) =>
+  Type.Integer({ minimum: 0, maximum: 65535, default: def, description, ...env(envName) });
+
+const Listener = (port: number, portEnv: string, what: string) =>
+  Type.Object(
+    {
+      host: Type.String({ minLength: 1, default: '127.0.0.1', description: `Address the ${what} listener binds to.` }),
+      port: Port(port, portEnv, `TCP port of the ${what} listener (0 picks a free port).`),
+    },
+    { additionalProperties: false, default: {} },
+  );
+
+export const AttachmentSchema = Type.Object(
+  {
+    in: Type.Union([Type.Literal('header'), Type.Literal('query'), Type.Literal('cookie')], {
+      description: 'Where the value goes: a request header, a query parameter or a cookie.',
+    }),
+    name: Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.' }),
+    value: Type.String({
+      maxLength: 8192,
+      description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values. At least one entry must carry {token}.',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const DEFAULT_ATTACH = [
+  { in: 'header' as const, name: 'Authorization', value: 'Bearer {token}' },
+  { in: 'header' as const, name: 'ApiKey', value: '{apiKey}' },
+];
+
+const Cidrs = (def: string[], description: string) =>
+  Type.Array(Type.String({ minLength: 1 }), { default: def, description });
+
+export const LocalizationSchema = Type.Object(
+  {
+    baseUrl: Type.String({ minLength: 1, description: 'Address of the Weblate-style localization server.', ...env('B2B_L10N_BASE_URL') }),
+    caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file) for the localization server, added to the system roots.' })),
+    allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// localization baseUrl (tests only).' }),
+    token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', ...env('B2B_L10N_TOKEN'), ...secret })),
+    tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE') })),
+    pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
+    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/[category/]component/language) exported as metrics.' }),
+    pollIntervalSeconds: Type.Number({ ...seconds, minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
+    timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigSchema = Type.Object(
+  {
+    listen: Listener(8080, 'B2B_LISTEN_PORT', 'proxy (plain HTTP)'),
+    admin: Type.Object(
+      {
+        host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address the admin listener (/metrics, /healthz, /readyz) binds to.' }),
+        port: Port(9464, 'B2B_ADMIN_PORT', 'TCP port of the admin listener (0 picks a free port).'),
+        allow: Cidrs(['0.0.0.0/0', '::/0'], 'Source addresses or CIDRs allowed on the admin listener (default: any, so Prometheus can scrape).'),
+        allowShutdown: Type.Boolean({ default: false, description: 'Serve POST /shutdown, which starts a graceful drain (for Kubernetes Jobs).' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    service: Type.Object(
+      {
+        baseUrl: Type.String({ minLength: 1, description: 'Base address of the B2B service ({base_url}); the token operation is {baseUrl}/pub/b2b/v1/auth/gentoken.', ...env('B2B_BASE_URL') }),
+        caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file), added to the system roots.', ...env('B2B_CA_FILE') })),
+        allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// baseUrl. Never in production: the token would travel in clear text.' }),
+        timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body.' }),
+        tokenTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
+      },
+      { additionalProperties: false },
+    ),
+    credentials: Type.Object(
+      {
+        apiKey: Type.Optional(Type.String({ minLength: 1, description: 'The ApiKey issued by the support team.', ...env('B2B_API_KEY'), ...secret })),
+        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE') })),
+        password: Type.Optional(Type.String({ minLength: 1, description: 'The password belonging to the ApiKey.', ...env('B2B_PASSWORD'), ...secret })),
+        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE') })),
+        rkObjectId: Type.Optional(Type.String({ minLength: 1, description: 'Code of the integrator\'s object (rkObjectId), available to attach templates.', ...env('B2B_RK_OBJECT_ID') })),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    token: Type.Object(
+      {
+        renewAt: Type.Number({ exclusiveMinimum: 0, maximum: 0.9, default: 0.66, description: 'Fraction of the effective lifetime after which the token is renewed.' }),
+        maxLifetimeSeconds: Type.Number({ minimum: 2, maximum: MAX_TOKEN_LIFETIME_SECONDS, default: MAX_TOKEN_LIFETIME_SECONDS, description: 'Effective lifetime = min(aliveSecondsTtl, this), 2 to 900 seconds: the API requires renewal at least every 15 minutes.' }),
+        file: Type.Optional(Type.String({ minLength: 1, description: 'If set, the current token is written here atomically (mode 0600) on every renewal.', ...env('B2B_TOKEN_FILE') })),
+        attach: Type.Array(AttachmentSchema, { default: DEFAULT_ATTACH, description: 'How credentials are attached to every proxied request, in order; a client-sent value of the same name is removed first.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    proxy: Type.Object(
+      {
+        engine: Type.Union([Type.Literal('undici'), Type.Literal('http-proxy')], {
+          default: 'undici',
+          description: 'Transport to the service: undici\'s pool (default, cheapest per request) or http-proxy 1.18.1; see the Performance section.',
+        }),
+        timeoutMs: Type.Optional(Type.Integer({ ...millis, minimum: 100, description: 'Overrides service.timeoutMs for proxied requests (same meaning), in milliseconds (→ 504).' })),
+        idleTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 60000, description: 'Longest silence while a response body streams, and longest a client may stop reading one, before the exchange is cut, in milliseconds.' }),
+        replayBodyLimitBytes: Type.Integer({ minimum: 0, maximum: MAX_REPLAY_BODY_BYTES, default: 1048576, description: 'Request bodies up to this size (at most 64 MiB; Content-Length or chunked) are streamed upstream with a copy kept, so the request can be sent once more after an upstream 401 or a stale connection; larger ones get the 401 passed back. 0 turns the copy off.' }),
+        replayBufferTotalBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'Most bytes held for replays across all requests in flight; a request that would exceed it loses its replay (b2b_sidecar_replay_buffer_bytes).' }),
+        maxSockets: Type.Integer({ minimum: 1, default: 128, description: 'Most concurrent keep-alive connections to the service.' }),
+        keepAliveTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 4000, description: 'Idle keep-alive connections to the service are closed after this (keep it below the service\'s own; lowered automatically when the service is seen closing idle connections sooner, see Reliability).' }),
+        requestTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 300000, description: 'Longest time a client may take to send a whole request to the listener.' }),
+        headersTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
+        maxHeaderBytes: Type.Integer({ minimum: 1024, maximum: 1048576, default: 16384, description: 'Largest request header block accepted (→ 431).' }),
+        maxConnections: Type.Integer({ minimum: 1, default: 1024, description: 'Most simultaneous client connections on the listener.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    guard: Type.Object(
+      {
+        allow: Cidrs(['127.0.0.1/32', '::1/128'], 'Source addresses or CIDRs allowed to use the proxy listener; everything else gets 403.'),
+        trustedProxies: Cidrs([], 'Direct peers whose X-Forwarded-For is believed (rightmost untrusted address wins). Only proxies: any other client in these ranges can pick its own source address.'),
+        allowAnyone: Type.Boolean({ default: false, description: 'Permit allow or trustedProxies entries that cover everyone (0.0.0.0/0, ::/0, IPv4 shorter than /8, IPv6 shorter than /16): anyone who can reach the listener then acts as the integrator. Logged as a warning at start.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    shutdown: Type.Object(
+      {
+        delaySeconds: Type.Number({ ...seconds, minimum: 0, default: 0, description: 'After SIGTERM, keep accepting for this long (readiness is already 503) so load balancers notice.' }),
+        timeoutSeconds: Type.Number({ ...seconds, minimum: 0, default: 30, description: 'Then let in-flight requests finish for up to this long.' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    log: Type.Object(
+      {
+        level: Type.Union(
+          ['error', 'warn', 'info', 'debug'].map((l) => Type.Literal(l)),
+          { default: 'info', description: 'Log level.', ...env('B2B_LOG_LEVEL') },
+        ),
+        requests: Type.Boolean({ default: false, description: 'Log one line per proxied request (method, route, status, duration, source; never the query).', ...env('B2B_LOG_REQUESTS') }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
+    localization: Type.Optional(LocalizationSchema),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+export type Attachment = Static<typeof AttachmentSchema>;
+export type LocalizationConfig = Static<typeof LocalizationSchema>;

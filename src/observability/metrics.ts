@@ -1,0 +1,187 @@
+import type { Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
+import type { CaptureDropReason } from '../proxy/replay-body.js';
+import type { RetryReason } from '../upstream/upstream-retry.js';
+
+/** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
+export type RefreshResult = 'success' | 'unauthorized' | 'error';
+/** Configured route names; the only values the `route` label can take (never a raw path). */
+export type RouteName = 'service' | 'localization';
+
+/** Token state read at scrape time, so the gauges are always current. */
+export interface TokenGauges { ageSeconds: number; expiresInSeconds: number; valid: boolean }
+
+/** Typed handles for everything the sidecar records; label values cannot be chosen by clients. */
+export interface Metrics {
+  tokenRefreshed(result: RefreshResult, seconds: number): void;
+  upstreamUnauthorized(): void;
+  guardDenied(): void;
+  requestStarted(): void;
+  /** Called once per proxied request when response headers are known (hot path: no allocation after warm-up). */
+  responseStarted(route: RouteName, method: string, code: number, seconds: number): void;
+  requestEnded(): void;
+  /** A request sent again on a fresh connection after a stale keep-alive connection failed (issue 16). */
+  upstreamRetried(reason: RetryReason): void;
+  /** A request body's replay copy was given up: over the per-request limit or the shared budget. */
+  replayCaptureDropped(reason: CaptureDropReason): void;
+  /**
+   * Called when the sidecar answers a proxied request itself (guard, target check, no token,
+   * service unreachable or timed out, ...) rather than passing the service's answer through, so
+   * alerts can tell the sidecar's own 502/503/504 from the service's.
+   */
+  localResponse(route: RouteName, code: number): void;
+}
+
+/** State read at scrape time besides the token's. */
+export interface ScrapeGauges {
+  /** Bytes of request bodies held for replay right now. */
+  replayHeldBytes(): number;
+}
+
+const PREFIX = 'b2b_sidecar_';
+const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
+const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
+const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
+const ROUTES: readonly RouteName[] = ['service', 'localization'];
+/** The sidecar's own failure answers that B2BSidecarLocalErrors watches. */
+const LOCAL_5XX = [502, 503, 504] as const;
+/** Anything else becomes OTHER, so a client inventing methods cannot create series (PITFALLS 25). */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'] as const;
+const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
+const OTHER_METHOD = METHODS.length - 1;
+/** From a cached loopback answer (1 ms) to the longest upstream deadline worth telling apart (30 s). */
+const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/**
+ * prom-client's default gauges whose names end in `_total`, which Prometheus reserves for
+ * counters (`promtool check metrics` rejects them). The per-type gauges `nodejs_active_handles`,
+ * `nodejs_active_requests` and `nodejs_active_resources` stay; `sum()` of one gives its total.
+ */
+const MISNAMED_DEFAULT_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+
+/** The one place a Prometheus registry is built: one per sidecar, never prom-client's global one. */
+export function createRegistry(): Registry {
+  return new RegistryClass();
+}
+
+/**
+ * Registers the sidecar's metrics (names fixed by issue 4) and prom-client's default process
+ * metrics on `registry`. Call once per registry; a second call throws instead of silently
+ * double-registering (PITFALLS 24).
+ */
+export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0 }): Metrics {
+  if (registry.getSingleMetric(`${PREFIX}token_valid`)) {
+    throw new Error('createMetrics: this registry already holds the sidecar metrics; build one registry per sidecar');
+  }
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
+
+  new Gauge({
+    name: `${PREFIX}token_age_seconds`, help: 'Seconds since the current token was obtained.', registers,
+    collect() { this.set(tokenGauges().ageSeconds); },
+  });
+  new Gauge({
+    name: `${PREFIX}token_expires_in_seconds`, help: 'Seconds until the current token expires; 0 when none.', registers,
+    collect() { this.set(tokenGauges().expiresInSeconds); },
+  });
+  new Gauge({
+    name: `${PREFIX}token_valid`, help: '1 while a valid token is held, else 0.', registers,
+    collect() { this.set(tokenGauges().valid ? 1 : 0); },
+  });
+
+  const refreshTotal = new Counter({
+    name: `${PREFIX}token_refresh_total`, help: 'Token requests by result (success, unauthorized = gentoken 401, error).',
+    labelNames: ['result'] as const, registers,
+  });
+  // Pre-initialised so the first failure is an increase from 0 that rate()/increase() can see.
+  for (const result of REFRESH_RESULTS) refreshTotal.labels(result).inc(0);
+  const refreshDuration = new Histogram({
+    name: `${PREFIX}token_refresh_duration_seconds`, help: 'Latency of gentoken requests.',
+    buckets: REFRESH_BUCKETS, registers,
+  });
+  const upstreamUnauthorized = new Counter({
+    name: `${PREFIX}upstream_unauthorized_total`, help: '401 answers from the service on proxied requests.', registers,
+  });
+  const requestsTotal = new Counter({
+    name: `${PREFIX}requests_total`, help: 'Proxied requests by route, method and status code.',
+    labelNames: ['route', 'method', 'code'] as const, registers,
+  });
+  const requestDuration = new Histogram({
+    name: `${PREFIX}request_duration_seconds`, help: 'Time to response headers of proxied requests.',
+    labelNames: ['route', 'method', 'code'] as const, buckets: REQUEST_BUCKETS, registers,
+  });
+  const guardDenied = new Counter({
+    name: `${PREFIX}guard_denied_total`, help: 'Requests refused by the source guard.', registers,
+  });
+  const inflight = new Gauge({
+    name: `${PREFIX}inflight_requests`, help: 'Proxied requests in progress.', registers,
+  });
+  const localResponses = new Counter({
+    name: `${PREFIX}local_responses_total`,
+    help: 'Proxied requests the sidecar answered itself (not passed through from the service), by route and status code.',
+    labelNames: ['route', 'code'] as const, registers,
+  });
+  // Pre-initialised so the first 502/503/504 is an increase from 0 that rate()/increase() can see.
+  for (const route of ROUTES) for (const code of LOCAL_5XX) localResponses.labels(route, String(code)).inc(0);
+
+  const retries = new Counter({
+    name: `${PREFIX}upstream_retries_total`, help: 'Requests sent again on a fresh connection after a reused keep-alive connection to the service failed before any answer, by failure.',
+    labelNames: ['reason'] as const, registers,
+  });
+  for (const reason of RETRY_REASONS) retries.labels(reason).inc(0);
+  const replayDropped = new Counter({
+    name: `${PREFIX}replay_capture_dropped_total`, help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit) or proxy.replayBufferTotalBytes full (global_limit).',
+    labelNames: ['reason'] as const, registers,
+  });
+  for (const reason of DROP_REASONS) replayDropped.labels(reason).inc(0);
+  new Gauge({
+    name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,
+    collect() { this.set(scrape.replayHeldBytes()); },
+  });
+
+  type Children = { count: { inc(): void }; duration: { observe(v: number): void } };
+  // Keyed by a number built from the three normalised labels: no string or label object per call.
+  const children = new Map<number, Children>();
+
+  return {
+    tokenRefreshed(result, seconds) {
+      refreshTotal.labels(result).inc();
+      refreshDuration.observe(duration(seconds));
+    },
+    upstreamUnauthorized: () => upstreamUnauthorized.inc(),
+    guardDenied: () => guardDenied.inc(),
+    requestStarted: () => inflight.inc(),
+    requestEnded: () => inflight.dec(),
+    upstreamRetried: (reason) => retries.labels(reason).inc(),
+    replayCaptureDropped: (reason) => replayDropped.labels(reason).inc(),
+    localResponse(route, code) {
+      // Off the hot path (error answers only): a label lookup per call is fine.
+      localResponses.labels(route === 'localization' ? 'localization' : 'service', String(statusLabel(code))).inc();
+    },
+    responseStarted(route, method, code, seconds) {
+      const routeIndex = route === 'localization' ? 1 : 0;
+      const methodIndex = METHOD_INDEX.get(method) ?? OTHER_METHOD;
+      const status = statusLabel(code);
+      const key = (routeIndex * METHODS.length + methodIndex) * 1000 + status;
+      let child = children.get(key);
+      if (!child) {
+        const labels = [routeIndex === 1 ? 'localization' : 'service', METHODS[methodIndex]!, String(status)] as const;
+        child = { count: requestsTotal.labels(...labels), duration: requestDuration.labels(...labels) };
+        children.set(key, child);
+      }
+      child.count.inc();
+      child.duration.observe(duration(seconds));
+    },
+  };
+}
+
+/** The `code` label: the status, or 0 for anything outside 100–599 (bounded series, PITFALLS 25). */
+function statusLabel(code: number): number {
+  return Number.isInteger(code) && code >= 100 && code <= 599 ? code : 0;
+}
+
+/** prom-client throws on a non-finite observation; a bad clock reading must not crash a request. */
+function duration(seconds: number): number {
+  return Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
+}

@@ -1,0 +1,111 @@
+import type { Attachment } from '../config/schema.js';
+
+/** Values the attachment templates may use. */
+export interface AttachVars {
+  token: string;
+  apiKey: string;
+  rkObjectId?: string | undefined;
+}
+
+/** Attachments resolved for one token generation: computed once, applied to every request. */
+export interface PreparedAttachments {
+  /** [lower-case name, value] pairs to set as request headers. */
+  readonly headers: ReadonlyArray<readonly [string, string]>;
+  /** `name=value` pairs, already URL-encoded, appended to the query string. */
+  readonly query: string;
+  /** `name=value` pairs joined with `; `, appended to the Cookie header. */
+  readonly cookie: string;
+}
+
+/** Compiled attachment list: the names to strip from client requests and a `prepare` step. */
+export interface CompiledAttachments {
+  /** Lower-case header names the sidecar sets; client-sent values are removed first. */
+  readonly headerNames: ReadonlySet<string>;
+  readonly queryNames: ReadonlySet<string>;
+  readonly cookieNames: ReadonlySet<string>;
+  prepare(vars: AttachVars): PreparedAttachments;
+}
+
+const PLACEHOLDER = /\{(token|apiKey|rkObjectId)\}/g;
+
+/**
+ * Compiles `token.attach` once at start-up. Templates are split into literal and variable parts
+ * so a renewal only re-joins strings; nothing is parsed per request.
+ */
+export function compileAttachments(entries: readonly Attachment[]): CompiledAttachments {
+  const headerNames = new Set<string>();
+  const queryNames = new Set<string>();
+  const cookieNames = new Set<string>();
+  for (const entry of entries) {
+    if (entry.in === 'header') headerNames.add(entry.name.toLowerCase());
+    else if (entry.in === 'query') queryNames.add(entry.name);
+    else cookieNames.add(entry.name);
+  }
+  return {
+    headerNames,
+    queryNames,
+    cookieNames,
+    prepare(vars) {
+      const headers: Array<readonly [string, string]> = [];
+      const query: string[] = [];
+      const cookie: string[] = [];
+      for (const entry of entries) {
+        const value = entry.value.replace(PLACEHOLDER, (_, name: keyof AttachVars) => vars[name] ?? '');
+        if (entry.in === 'header') headers.push([entry.name.toLowerCase(), value]);
+        else if (entry.in === 'query') query.push(`${encodeURIComponent(entry.name)}=${encodeURIComponent(value)}`);
+        else cookie.push(`${entry.name}=${encodeURIComponent(value)}`);
+      }
+      return { headers, query: query.join('&'), cookie: cookie.join('; ') };
+    },
+  };
+}
+
+/**
+ * Returns `path` (origin-form, may have a query) with every client parameter named in `names`
+ * removed and `append` added. Parameter names are compared after decoding, so `%72kObjectId`
+ * cannot sneak a second value past the filter.
+ */
+export function rewriteQuery(path: string, names: ReadonlySet<string>, append: string): string {
+  const q = path.indexOf('?');
+  if (names.size === 0 && append === '') return path;
+  const base = q === -1 ? path : path.slice(0, q);
+  const kept: string[] = [];
+  if (q !== -1) {
+    for (const pair of path.slice(q + 1).split('&')) {
+      if (pair === '') continue;
+      const eq = pair.indexOf('=');
+      const rawName = eq === -1 ? pair : pair.slice(0, eq);
+      if (!names.has(safeDecode(rawName))) kept.push(pair);
+    }
+  }
+  if (append) kept.push(append);
+  return kept.length ? `${base}?${kept.join('&')}` : base;
+}
+
+/** Returns the Cookie header with client cookies named in `names` removed and `append` added. */
+export function rewriteCookie(
+  header: string | undefined,
+  names: ReadonlySet<string>,
+  append: string,
+): string | undefined {
+  const kept: string[] = [];
+  if (header) {
+    for (const part of header.split(';')) {
+      const pair = part.trim();
+      if (pair === '') continue;
+      const eq = pair.indexOf('=');
+      const name = (eq === -1 ? pair : pair.slice(0, eq)).trim();
+      if (!names.has(name)) kept.push(pair);
+    }
+  }
+  if (append) kept.push(append);
+  return kept.length ? kept.join('; ') : undefined;
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s.replace(/\+/g, ' '));
+  } catch {
+    return s;
+  }
+}

@@ -1,0 +1,144 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'winston';
+import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js';
+import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
+import { protocolRefusal } from './request-protocol.js';
+import { sendJson } from '../shared/send-json.js';
+
+export interface ListenerLimits {
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  maxHeaderBytes: number;
+  maxConnections: number;
+}
+
+/** A plain-HTTP listener with deliberate limits and a graceful drain. */
+export interface Listener {
+  listen(host: string, port: number): Promise<number>;
+  /** Stops accepting, lets in-flight requests finish for up to `timeoutMs`, then cuts the rest. */
+  close(timeoutMs?: number): Promise<void>;
+  readonly server: Server;
+  readonly inflight: number;
+}
+
+const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
+
+/**
+ * Wraps a request handler in an `http` server hardened against slow and malformed clients
+ * (PITFALLS 22–23, 30, 32): header and request timeouts, a header size cap (and no header
+ * count cap below it), a connection cap, the strict parser (ambiguous Content-Length +
+ * Transfer-Encoding framing is a 400, never two requests), HTTP/1.0 and 1.1 only, `chunked` as
+ * the only transfer coding, a connection's requests handed over in arrival order, `h2c`
+ * upgrade offers ignored and every other upgrade and CONNECT refused.
+ */
+export function createListener(
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
+  limits: ListenerLimits,
+  logger: Logger,
+): Listener {
+  let inflight = 0;
+  let closing = false;
+  const dispatch = (req: IncomingMessage, res: ServerResponse): void => {
+    const refusal = protocolRefusal(req);
+    if (refusal) {
+      res.shouldKeepAlive = false; // the framing of what follows is in doubt
+      sendJson(res, refusal.status, refusal.message);
+      return;
+    }
+    if (req.headers.upgrade !== undefined && offersOnlyH2c(req.headers.upgrade)) dropH2cOffer(req.headers);
+    handler(req, res);
+  };
+  const server = createServer(
+    {
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      // Node checks those two timeouts only this often (default 30 s), which would let a slow
+      // client hold a connection far longer than configured.
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+      maxHeaderSize: limits.maxHeaderBytes,
+      keepAliveTimeout: 5000,
+      noDelay: true,
+      requireHostHeader: true,
+    },
+    (req, res) => {
+      inflight++;
+      res.once('close', () => inflight--);
+      // While draining, finish this request but do not keep the connection for another.
+      if (closing) res.shouldKeepAlive = false;
+      admitInOrder(req, res, dispatch);
+    },
+  );
+  // Node keeps only the first 2000 headers in req.headers while its parser frames the body
+  // with all of them: a Content-Length after 2000 lines was invisible here and the body was
+  // dropped (PITFALLS 30). Without a count limit the header byte cap governs.
+  server.maxHeadersCount = 0;
+  server.maxConnections = limits.maxConnections;
+  server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, bodyHead: Buffer) => {
+    if (!offersOnlyH2c(req.headers.upgrade)) {
+      refuseAfterPending(socket, 501, 'protocol upgrades are not supported');
+      return;
+    }
+    logger.debug('h2c upgrade offer ignored: served as HTTP/1.1');
+    whenIdle(socket, () => refeedWithoutUpgrade(server, socket, req, bodyHead));
+  });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    if (err.code !== 'ECONNRESET') logger.debug('malformed or slow client request refused', { code: err.code, status });
+    // Behind a pipelined request still being answered, a raw answer would be read as the
+    // response to the earlier request, and the failed parser cannot wait: close instead.
+    if (pendingResponses(socket) > 0) socket.destroy();
+    else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
+  });
+
+  return {
+    server,
+    get inflight() {
+      return inflight;
+    },
+    listen(host, port) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve((server.address() as AddressInfo).port);
+        });
+      });
+    },
+    async close(timeoutMs = 0) {
+      if (!server.listening) return;
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + timeoutMs;
+      while (inflight > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 25));
+        server.closeIdleConnections();
+      }
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
+
+/**
+ * Answers a request Node detached from its parser (CONNECT, Upgrade) on the raw socket, once
+ * the responses to earlier pipelined requests have gone out, so it is never read as theirs.
+ */
+function refuseAfterPending(socket: Duplex, status: number, message: string): void {
+  whenIdle(socket, () => rawAnswer(socket, status, message));
+}
+
+function rawAnswer(socket: Duplex, status: number, message: string): void {
+  if (!(socket as Socket).writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify({ message });
+  socket.end(
+    `HTTP/1.1 ${status} ${RAW_ANSWERS[status] ?? 'Error'}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}

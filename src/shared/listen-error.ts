@@ -1,0 +1,24 @@
+import { formatProblem } from '../config/walk.js';
+import { SidecarError } from './errors.js';
+
+const REASONS: Record<string, string> = {
+  EADDRINUSE: 'the port is already in use (another process, or another instance still stopping)',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'the address is not one of this host\'s',
+  ENOTFOUND: 'the host name does not resolve',
+};
+
+/**
+ * A listener could not bind. The message names the listener and the config key that sets its
+ * port (issue 13 §6). `run` exits 1, not 2: a port in use is often transient (a previous
+ * instance still draining), and systemd and Kubernetes retry exit 1 but not 2.
+ */
+export class ListenError extends SidecarError {
+  override name = 'ListenError';
+  constructor(listener: 'proxy' | 'admin', host: string, port: number, cause: unknown) {
+    const code = (cause as NodeJS.ErrnoException).code ?? 'error';
+    const section = listener === 'proxy' ? 'listen' : 'admin';
+    const reason = REASONS[code] ?? (cause as Error).message;
+    super('SIDECAR_ERR_LISTEN', 500, formatProblem([section, 'port'], `the ${listener} listener cannot listen on ${host}:${port} (${section}.host): ${reason} [${code}]`), { cause });
+  }
+}

@@ -1,0 +1,156 @@
+import { watch as fsWatch, type FSWatcher } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { Logger } from 'winston';
+import { credentialFileProblem, credentialFromFile, credentialValueProblem } from '../config/credential-content.js';
+import { ConfigError } from '../shared/errors.js';
+import type { Config } from '../config/schema.js';
+import type { SecretSet } from '../shared/secrets.js';
+import type { Credentials } from './token-client.js';
+
+export type { Credentials } from './token-client.js';
+
+/** The integrator's credentials, re-read from their files on change and on SIGHUP. */
+export interface CredentialStore {
+  /** The values in use; the same object until something changes (cheap to call per request). */
+  current(): Credentials;
+  /**
+   * Re-reads the files. Resolves true when the credentials differ from what the previous
+   * `reload()` saw (including a change the watcher already applied). Never rejects: an unreadable
+   * or empty file is logged and the previous values are kept.
+   */
+  reload(): Promise<boolean>;
+  /**
+   * Watches the files' directories; calls `onChange` after a change has been applied. The
+   * watchers keep the event loop alive until `close()`.
+   */
+  watch(onChange: () => void): void;
+  /** Stops the watchers. Idempotent. */
+  close(): void;
+}
+
+/** Secret files are often swapped in several steps; wait for the directory to settle. */
+const DEBOUNCE_MS = 200;
+
+interface Source {
+  key: 'apiKey' | 'password';
+  env: string;
+  inline?: string;
+  file?: string;
+}
+
+/**
+ * Loads the credentials (inline values or files) and registers every value with `secrets`.
+ * Rejects with a ConfigError naming the key when a credential is missing, empty or unreadable.
+ */
+export async function createCredentialStore(
+  cfg: Config['credentials'],
+  { logger, secrets }: { logger: Logger; secrets: SecretSet },
+): Promise<CredentialStore> {
+  const sources: Source[] = [
+    { key: 'apiKey', env: 'B2B_API_KEY', inline: cfg.apiKey, file: cfg.apiKeyFile },
+    { key: 'password', env: 'B2B_PASSWORD', inline: cfg.password, file: cfg.passwordFile },
+  ];
+
+  async function readAll(): Promise<{ apiKey: string; password: string }> {
+    const problems: string[] = [];
+    const values: Record<string, string> = {};
+    for (const s of sources) {
+      const label = s.file ? `credentials.${s.key}File (${s.env}_FILE)` : `credentials.${s.key} (${s.env})`;
+      const carrier = s.key === 'apiKey' ? 'header' : 'body';
+      let value = s.inline;
+      let problem: string | undefined;
+      if (s.file) {
+        let text: string;
+        try {
+          text = await readFile(s.file, 'utf8');
+        } catch (err) {
+          problems.push(`${label}: cannot read ${s.file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+          continue;
+        }
+        problem = credentialFileProblem(text, carrier);
+        if (problem) problem = `${s.file} ${problem}`;
+        value = credentialFromFile(text);
+      } else if (!value) {
+        problem = `missing (set credentials.${s.key} or credentials.${s.key}File)`;
+      } else {
+        problem = credentialValueProblem(value, carrier);
+      }
+      if (problem) {
+        // The value is not kept, but registered: a later log line must not show it either.
+        secrets.add(value);
+        problems.push(`${label}: ${problem}`);
+        continue;
+      }
+      if (value) {
+        secrets.add(value);
+        values[s.key] = value;
+      }
+    }
+    if (problems.length) throw new ConfigError(problems);
+    return { apiKey: values.apiKey!, password: values.password! };
+  }
+
+  const first = await readAll();
+  let creds: Credentials = { ...first, ...(cfg.rkObjectId ? { rkObjectId: cfg.rkObjectId } : {}), version: 1 };
+  let reportedVersion = creds.version;
+  const files = sources.flatMap((s) => (s.file ? [s.file] : []));
+  const watchers: FSWatcher[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+
+  /** Re-reads and applies; true when a value changed. Failures keep the old values. */
+  async function refresh(): Promise<boolean> {
+    if (files.length === 0) return false;
+    let next: { apiKey: string; password: string };
+    try {
+      next = await readAll();
+    } catch (err) {
+      const problems = err instanceof ConfigError ? err.problems : [(err as Error).message];
+      logger.warn('credential files unreadable; keeping the current credentials', { problems });
+      return false;
+    }
+    if (next.apiKey === creds.apiKey && next.password === creds.password) return false;
+    const changed = [next.apiKey !== creds.apiKey && 'apiKey', next.password !== creds.password && 'password'].filter(Boolean);
+    creds = { ...creds, ...next, version: creds.version + 1 };
+    logger.info('credentials changed', { changed, version: creds.version });
+    return true;
+  }
+
+  return {
+    current: () => creds,
+    async reload() {
+      await refresh();
+      const changed = creds.version !== reportedVersion;
+      reportedVersion = creds.version;
+      return changed;
+    },
+    watch(onChange) {
+      if (closed || files.length === 0) return;
+      const onEvent = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          void refresh().then((changed) => {
+            if (changed && !closed) onChange();
+          });
+        }, DEBOUNCE_MS);
+      };
+      // Kubernetes replaces secret files by re-pointing a `..data` symlink in the directory, which
+      // a watch on the file itself never sees; watch each file's parent directory instead.
+      for (const dir of new Set(files.map((f) => dirname(f)))) {
+        try {
+          const w = fsWatch(dir, onEvent);
+          w.on('error', (err) => logger.warn('credential directory watch failed', { dir, reason: err.message }));
+          watchers.push(w);
+        } catch (err) {
+          logger.warn('cannot watch credential directory; changes apply on SIGHUP only', { dir, reason: (err as Error).message });
+        }
+      }
+    },
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      for (const w of watchers.splice(0)) w.close();
+    },
+  };
+}

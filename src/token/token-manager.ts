@@ -1,0 +1,388 @@
+import type { Logger } from 'winston';
+import { createBackoff, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
+import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';
+import type { CredentialStore } from './credential-store.js';
+import { InvalidResponseError, SidecarError, TokenUnauthorizedError, TokenUnavailableError } from '../shared/errors.js';
+import { fingerprint, type SecretSet } from '../shared/secrets.js';
+import type { AuthResult, Credentials, TokenClient } from './token-client.js';
+import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
+
+/** Outcome of one gentoken attempt, for the refresh counter. */
+export type RefreshResult = 'success' | 'unauthorized' | 'error';
+
+/** One obtained token and what it was obtained with. Immutable; replaced on every renewal. */
+export interface TokenSnapshot {
+  readonly value: string;
+  /** Grows by one with every token; an upstream 401 names the generation it carried. */
+  readonly generation: number;
+  readonly fingerprint: string;
+  /** The ApiKey the token was obtained with: attach this one, not whatever the store holds now. */
+  readonly apiKey: string;
+  readonly rkObjectId?: string;
+  /** Monotonic ms when the gentoken request was sent (the lifetime counts from here). */
+  readonly obtainedAt: number;
+  readonly obtainedAtWall: number;
+  /** Monotonic ms: obtainedAt + effective lifetime. */
+  readonly expiresAt: number;
+  /** Effective lifetime: min(aliveSecondsTtl, maxLifetimeSeconds). */
+  readonly lifetimeSeconds: number;
+}
+
+/** `token.*` config plus `service.tokenTimeoutMs`; extra keys are ignored. */
+export interface TokenManagerOptions {
+  /** Fraction of the effective lifetime after which the token is renewed, in (0, 0.9]. */
+  renewAt: number;
+  maxLifetimeSeconds: number;
+  /** Where to write the current token (mode 0600) on every renewal. */
+  file?: string;
+  /** Longest wait of `acquire()` / `invalidate()` for an in-flight refresh, in ms. */
+  tokenTimeoutMs: number;
+}
+
+export interface TokenManagerDeps {
+  client: Pick<TokenClient, 'requestToken'>;
+  credentials: Pick<CredentialStore, 'current'>;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretSet;
+  /** Uniform in [0, 1), for jitter and backoff; defaults to Math.random. */
+  random?: () => number;
+  /** Called once per gentoken attempt with its result and latency in seconds. */
+  onRefresh?: (result: RefreshResult, seconds: number) => void;
+  options: TokenManagerOptions;
+}
+
+type Trigger = 'start' | 'renewal' | 'retry' | 'upstream 401' | 'rotation';
+type Failure = 'unauthorized' | 'invalid' | 'unreachable';
+
+/** A token is unusable within min(5 s, 10 % of its lifetime) of expiry: requests take time too. */
+const MAX_MARGIN_MS = 5_000;
+const MARGIN_FRACTION = 0.1;
+/** Renewal moves earlier by up to 10 % of its delay so a fleet does not renew in lock-step. */
+const JITTER_FRACTION = 0.1;
+/** Even when a response arrives after its renewal time, do not renew back to back. */
+const MIN_RENEW_DELAY_MS = 250;
+/** Upstream 401s may start at most one refresh per this interval. */
+const INVALIDATE_INTERVAL_MS = 1_000;
+const MAX_INVALIDATE_INTERVAL_MS = 60_000;
+const READY = Object.freeze({ ready: true });
+
+/**
+ * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
+ * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
+ * promise, so neither timers nor request traffic can cause concurrent or bursty token requests.
+ */
+export class TokenManager {
+  readonly #client: Pick<TokenClient, 'requestToken'>;
+  readonly #credentials: Pick<CredentialStore, 'current'>;
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #secrets: SecretSet;
+  readonly #random: () => number;
+  readonly #onRefresh: ((result: RefreshResult, seconds: number) => void) | undefined;
+  readonly #options: TokenManagerOptions;
+  readonly #file: TokenFileWriter | undefined;
+  #deferred: Promise<TokenSnapshot> | undefined;
+  #mintedAfter401: TokenSnapshot | undefined;
+  #invalidateInterval = INVALIDATE_INTERVAL_MS;
+  readonly #slow: Backoff;
+  readonly #fast: Backoff;
+  #token: TokenSnapshot | undefined;
+  /** expiresAt minus the margin, precomputed so current() only compares numbers. */
+  #usableUntil = -Infinity;
+  #bad = false;
+  #generation = 0;
+  #inflight: Promise<TokenSnapshot> | undefined;
+  #failure: Failure | undefined;
+  #timer: TimerHandle | undefined;
+  #lastInvalidateAt = -Infinity;
+  #started = false;
+  #stopped = false;
+
+  constructor(deps: TokenManagerDeps) {
+    this.#client = deps.client;
+    this.#credentials = deps.credentials;
+    this.#clock = deps.clock;
+    this.#logger = deps.logger;
+    this.#secrets = deps.secrets;
+    const random = deps.random ?? Math.random;
+    this.#random = () => Math.min(Math.max(random(), 0), 1);
+    this.#onRefresh = deps.onRefresh;
+    this.#options = deps.options;
+    this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
+    this.#slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: this.#random });
+    this.#fast = createBackoff({ ...TRANSIENT_BACKOFF, random: this.#random });
+  }
+
+  /** Requests the first token now. Never throws: failures are logged and retried. */
+  start(): void {
+    if (this.#started || this.#stopped) return;
+    this.#started = true;
+    this.#kick('start');
+  }
+
+  /** Cancels timers; a request in flight finishes but schedules nothing. Idempotent. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#cancelTimer();
+    await this.#file?.flush();
+  }
+
+  /** The hot path: the token if it is valid, outside the expiry margin and not marked bad. */
+  current(): TokenSnapshot | undefined {
+    return this.#token !== undefined && !this.#bad && this.#clock.now() < this.#usableUntil ? this.#token : undefined;
+  }
+
+  /** The token synchronously when valid; else waits for an in-flight refresh; else rejects with the reason. */
+  acquire(): TokenSnapshot | Promise<TokenSnapshot> {
+    const token = this.current();
+    if (token) return token;
+    if (this.#inflight) return this.#bounded(this.#inflight);
+    return Promise.reject(new TokenUnavailableError(this.#reason()));
+  }
+
+  /**
+   * The service answered 401 to a request that carried `generation`. Starts at most one refresh
+   * per generation and per second; while gentoken is failing, the scheduled retry is left alone.
+   */
+  invalidate(generation: number): Promise<TokenSnapshot> {
+    const token = this.#token;
+    if (this.#stopped) return this.#settled();
+    // A newer token is safe to reuse only if it was minted because of a 401: it then postdates
+    // the revocation. One from a routine renewal may predate the revocation that rejected the
+    // older token, and would be rejected as well (seen in the soak benchmark).
+    if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#settled();
+    if (this.#inflight) return this.#bounded(this.#inflight);
+    // A failing auth server is already retried on its backoff; request traffic must not add calls.
+    if (this.#failure !== undefined) return this.#settled();
+    const now = this.#clock.now();
+    const wait = this.#lastInvalidateAt + this.#invalidateInterval - now;
+    // Escalated: tokens minted right after a 401 were rejected too, so the 401s are not about
+    // the token (or the service is broken). Pass them back at once instead of holding requests.
+    if (wait > 0 && this.#invalidateInterval > INVALIDATE_INTERVAL_MS) return this.#settled();
+    if (wait > 0) {
+      // Too soon after the last 401-triggered refresh: defer one refresh to the end of the
+      // window and let every 401 in the meantime wait for it, so a service rejecting every
+      // token cannot turn traffic into a gentoken storm, yet a second revocation still heals.
+      this.#deferred ??= new Promise<TokenSnapshot>((resolve, reject) => {
+        this.#clock.setTimeout(() => {
+          this.#deferred = undefined;
+          this.invalidate(generation).then(resolve, reject);
+        }, wait);
+      });
+      return this.#bounded(this.#deferred);
+    }
+    this.#lastInvalidateAt = now;
+    const rejectedCurrent = token !== undefined && token.generation === generation;
+    if (rejectedCurrent && this.#mintedAfter401 === token && now - token.obtainedAt <= 2 * this.#invalidateInterval) {
+      // A token obtained because of a 401 was rejected again right away: the 401s are probably not
+      // about the token. Back off 401-triggered refreshes (1 s, 2 s, 4 s … 60 s) so they cannot
+      // lock the credentials out. Revocations spaced further apart reset the interval.
+      this.#invalidateInterval = Math.min(this.#invalidateInterval * 2, MAX_INVALIDATE_INTERVAL_MS);
+      this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', {
+        fingerprint: token.fingerprint, nextAllowedInSeconds: this.#invalidateInterval / 1000,
+      });
+    } else {
+      this.#invalidateInterval = INVALIDATE_INTERVAL_MS;
+    }
+    if (rejectedCurrent) this.#bad = true;
+    this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
+    const refreshed = this.#refresh('upstream 401').catch((err: unknown) => {
+      // The auth server failed, not necessarily the token: keep serving it while it is valid.
+      if (this.#token === token) this.#bad = false;
+      throw err;
+    });
+    return this.#bounded(refreshed);
+  }
+
+  /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */
+  async rotate(): Promise<void> {
+    if (!this.#started || this.#stopped) return;
+    // A request in flight carries the old credentials; the new ones need a request of their own.
+    await this.#inflight?.catch(() => undefined);
+    if (this.#stopped) return;
+    await this.#refresh('rotation').catch(() => {
+      if (this.#failure !== 'unauthorized') return;
+      const kept = this.current();
+      if (!kept) {
+        this.#logger.error('new credentials rejected by the auth server; no valid token is held');
+        return;
+      }
+      this.#logger.error('new credentials rejected by the auth server; keeping the previous token until it expires', {
+        fingerprint: kept.fingerprint,
+        expiresInSeconds: round((kept.expiresAt - this.#clock.now()) / 1000),
+      });
+    });
+  }
+
+  /** Readiness: ready while current() returns a token, else the reason clients are told. */
+  status(): { ready: boolean; reason?: string } {
+    return this.current() ? READY : { ready: false, reason: this.#reason() };
+  }
+
+  /** Scrape-time gauges (monotonic clock). */
+  gauges(): { ageSeconds: number; expiresInSeconds: number; valid: boolean } {
+    const t = this.#token;
+    const now = this.#clock.now();
+    return {
+      ageSeconds: t ? (now - t.obtainedAt) / 1000 : 0,
+      expiresInSeconds: t ? Math.max(0, t.expiresAt - now) / 1000 : 0,
+      valid: this.current() !== undefined,
+    };
+  }
+
+  #refresh(trigger: Trigger): Promise<TokenSnapshot> {
+    if (this.#inflight) return this.#inflight;
+    const p = this.#attempt(trigger);
+    this.#inflight = p;
+    p.catch(() => undefined); // a timer-started attempt may have no listener
+    return p;
+  }
+
+  #kick(trigger: Trigger): void {
+    void this.#refresh(trigger).catch(() => undefined);
+  }
+
+  async #attempt(trigger: Trigger): Promise<TokenSnapshot> {
+    this.#cancelTimer();
+    const creds = this.#credentials.current();
+    const sentAt = this.#clock.now();
+    const sentAtWall = this.#clock.wallNow();
+    let result: AuthResult;
+    try {
+      // Through a microtask, so #inflight is set before this can settle even if the client throws.
+      result = await Promise.resolve().then(() => this.#client.requestToken(creds));
+    } catch (err) {
+      this.#inflight = undefined;
+      this.#onFailure(err, trigger, this.#clock.now() - sentAt);
+      throw new TokenUnavailableError(this.#reason());
+    }
+    this.#secrets.addToken(result.token); // before anything could log it
+    this.#inflight = undefined;
+    return this.#onSuccess(result, creds, sentAt, sentAtWall, trigger);
+  }
+
+  #onSuccess(result: AuthResult, creds: Credentials, sentAt: number, sentAtWall: number, trigger: Trigger): TokenSnapshot {
+    const latencyMs = this.#clock.now() - sentAt;
+    const lifetimeSeconds = Math.min(result.aliveSecondsTtl, this.#options.maxLifetimeSeconds);
+    const lifetimeMs = lifetimeSeconds * 1000;
+    const token: TokenSnapshot = Object.freeze({
+      value: result.token,
+      generation: ++this.#generation,
+      fingerprint: fingerprint(result.token),
+      apiKey: creds.apiKey,
+      ...(creds.rkObjectId !== undefined ? { rkObjectId: creds.rkObjectId } : {}),
+      obtainedAt: sentAt,
+      obtainedAtWall: sentAtWall,
+      expiresAt: sentAt + lifetimeMs,
+      lifetimeSeconds,
+    });
+    this.#token = token;
+    if (trigger === 'upstream 401') this.#mintedAfter401 = token;
+    this.#usableUntil = token.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs * MARGIN_FRACTION);
+    this.#bad = false;
+    this.#failure = undefined;
+    this.#slow.reset();
+    this.#fast.reset();
+    this.#onRefresh?.('success', latencyMs / 1000);
+    let renewInSeconds: number | undefined;
+    if (!this.#stopped) {
+      const delay = lifetimeMs * this.#options.renewAt;
+      const now = this.#clock.now();
+      const at = Math.max(sentAt + delay - this.#random() * JITTER_FRACTION * delay, now + MIN_RENEW_DELAY_MS);
+      this.#armAt(at, () => this.#kick('renewal'));
+      renewInSeconds = round((at - now) / 1000);
+      void this.#file?.write(token.value);
+    }
+    this.#logger.info('token obtained', {
+      fingerprint: token.fingerprint, generation: token.generation, trigger, lifetimeSeconds, latencyMs: round(latencyMs), renewInSeconds,
+    });
+    return token;
+  }
+
+  #onFailure(err: unknown, trigger: Trigger, latencyMs: number): void {
+    const failure: Failure =
+      err instanceof TokenUnauthorizedError ? 'unauthorized' : err instanceof InvalidResponseError ? 'invalid' : 'unreachable';
+    this.#failure = failure;
+    this.#onRefresh?.(failure === 'unauthorized' ? 'unauthorized' : 'error', latencyMs / 1000);
+    let retryInSeconds: number | undefined;
+    if (!this.#stopped) {
+      // Even if the current token expires before the retry, keep the backoff: no tight loop.
+      const delay = (failure === 'unauthorized' ? this.#slow : this.#fast).next();
+      this.#armAt(this.#clock.now() + delay, () => this.#kick('retry'));
+      retryInSeconds = round(delay / 1000);
+    }
+    const kept = this.current();
+    // Token errors carry secret-free messages by construction; anything else is named only.
+    const reason = err instanceof SidecarError ? err.message : `unexpected ${(err as Error)?.name ?? 'error'}`;
+    const fields = {
+      trigger, reason, retryInSeconds,
+      keptToken: kept?.fingerprint,
+      keptTokenExpiresInSeconds: kept ? round((kept.expiresAt - this.#clock.now()) / 1000) : undefined,
+    };
+    if (failure === 'unauthorized') this.#logger.error('token request rejected by the auth server', fields);
+    else this.#logger.warn('token request failed', fields);
+  }
+
+  /** Arms the single timer for monotonic time `at`, re-arming in steps no timer can overflow (PITFALLS 15). */
+  #armAt(at: number, fn: () => void): void {
+    this.#cancelTimer();
+    const tick = () => {
+      const remaining = at - this.#clock.now();
+      if (remaining > 0) {
+        this.#timer = this.#clock.setTimeout(tick, Math.min(remaining, MAX_TIMER_MS));
+        return;
+      }
+      this.#timer = undefined;
+      fn();
+    };
+    this.#timer = this.#clock.setTimeout(tick, Math.min(Math.max(at - this.#clock.now(), 0), MAX_TIMER_MS));
+  }
+
+  #cancelTimer(): void {
+    this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /**
+   * Waits for `p` at most tokenTimeoutMs, then hands out only what current() would: a slow
+   * gentoken can return a token already inside its expiry margin, and a waiter must not get it.
+   */
+  #bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot> {
+    return new Promise((resolve, reject) => {
+      const timer = this.#clock.setTimeout(
+        () => reject(new TokenUnavailableError('timed out waiting for a token')),
+        this.#options.tokenTimeoutMs,
+      );
+      p.then(
+        () => {
+          this.#clock.clearTimeout(timer);
+          const usable = this.current();
+          if (usable) resolve(usable);
+          else reject(new TokenUnavailableError(this.#reason()));
+        },
+        (e: unknown) => {
+          this.#clock.clearTimeout(timer);
+          reject(e as Error);
+        },
+      );
+    });
+  }
+
+  #settled(): Promise<TokenSnapshot> {
+    return Promise.resolve(this.acquire());
+  }
+
+  #reason(): string {
+    if (this.#failure === 'unauthorized') return 'credentials rejected by the auth server';
+    if (this.#failure !== undefined) {
+      return this.#failure === 'invalid' ? 'auth server sent an invalid response' : 'auth server unreachable';
+    }
+    if (!this.#token) return 'no token yet';
+    return this.#bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 10) / 10;
+}

@@ -1,0 +1,89 @@
+import type { Readable } from 'node:stream';
+import type { Logger } from 'winston';
+import type { Clock } from '../shared/clock.js';
+import type { UpstreamBody } from './upstream-body.js';
+
+/** One request to the upstream, with final headers (credentials already attached). */
+export interface UpstreamRequest {
+  method: string;
+  /** Origin-form path and query, relative to the engine's base URL. */
+  path: string;
+  headers: Record<string, string | string[]>;
+  /** A complete body (a replay), a stream (the client's, or a ReplayTee copying it), or none. */
+  body: Buffer | Readable | undefined;
+  /** Fires when the client goes away; the engine must then release the upstream request. */
+  signal: ClientGone;
+  /**
+   * Send on a new connection, not a pooled one: the retry after a reused connection failed
+   * (see upstream-retry.ts).
+   */
+  fresh?: boolean;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Must be piped, read or destroyed by the caller. */
+  body: UpstreamBody;
+}
+
+/**
+ * The transport to one upstream origin over a keep-alive TLS pool. Engines never follow
+ * redirects, verify certificates against system roots plus the configured CA, and reject
+ * with an error whose `code` `answerForUpstreamError` understands.
+ */
+export interface ProxyEngine {
+  send(request: UpstreamRequest): Promise<UpstreamResponse>;
+  close(): Promise<void>;
+}
+
+export interface EngineOptions {
+  /** Base URL; the request path is appended to its path. */
+  baseUrl: URL;
+  /** Trusted CAs (system roots + extra) or undefined for Node's defaults. */
+  ca: string[] | undefined;
+  maxSockets: number;
+  /** Idle keep-alive sockets close after this; keep it below the upstream's own idle timeout. */
+  keepAliveTimeoutMs: number;
+  /** Deadline for response headers (→ 504). */
+  headersTimeoutMs: number;
+  /** Longest silence while the response body streams before the exchange is aborted. */
+  bodyTimeoutMs: number;
+  /** For connection idle ages (the keep-alive learner); the system clock when absent. */
+  clock?: Clock;
+  /** Where a learned keep-alive timeout is reported. */
+  logger?: Logger;
+}
+
+/**
+ * A one-shot abort signal. Not an AbortController (an EventTarget per request, and aborting one
+ * builds a DOMException with a stack) nor an EventEmitter (its constructor showed up in the
+ * per-request profile): a request has at most one upstream exchange listening at a time.
+ */
+export class ClientGone {
+  aborted = false;
+  #listeners: Array<() => void> = [];
+
+  /** `listener` runs once, on abort; it is not called if the signal already fired. */
+  onAbort(listener: () => void): void {
+    this.#listeners.push(listener);
+  }
+
+  offAbort(listener: () => void): void {
+    const i = this.#listeners.indexOf(listener);
+    if (i >= 0) this.#listeners.splice(i, 1);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listeners = this.#listeners;
+    this.#listeners = [];
+    for (const listener of listeners) listener();
+  }
+}
+
+/** Joins the base URL's path and a request path without doubling or losing slashes. */
+export function basePathOf(baseUrl: URL): string {
+  return baseUrl.pathname.endsWith('/') ? baseUrl.pathname.slice(0, -1) : baseUrl.pathname;
+}

@@ -1,0 +1,198 @@
+import { EventEmitter } from 'node:events';
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
+import { Agent } from 'node:https';
+import { Readable } from 'node:stream';
+import httpProxy from 'http-proxy';
+import httpProxyCommon from 'http-proxy/lib/http-proxy/common.js';
+import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js';
+import { systemClock } from '../shared/clock.js';
+import { KeepAliveLearner } from './keep-alive-learner.js';
+import { trustContext } from '../shared/tls.js';
+import { markStaleConnectionFailure } from './upstream-retry.js';
+import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './engine.js';
+import { streamBody } from './upstream-body.js';
+
+// http-proxy joins the target's path and the request path with `.replace(/\/+/g, '/')`, so `/a//b`
+// went upstream as `/a/b` while the undici engine sends it as is. This engine builds the full
+// path itself (`prependPath: false`; `toProxy: true` also skips a url.parse that re-escapes it),
+// so the join only has to pass it through. Nothing else in the process uses http-proxy.
+httpProxyCommon.urlJoin = (base: string, path: string) => base + path;
+
+/** Framing for a streamed body of unknown length (Content-Length absent): chunked, never raw. */
+const CHUNKED = Object.freeze({ 'transfer-encoding': 'chunked' });
+
+/** When an agent socket was last released to the pool (clock ms). */
+const FREED_AT = Symbol('b2b-sidecar.freed-at');
+type PooledSocket = { [FREED_AT]?: number };
+
+/** The client response is ours to write; http-proxy only checks these two flags. */
+const RESPONSE_STANDIN = Object.freeze({ headersSent: false, finished: false }) as unknown as ServerResponse;
+
+/**
+ * What http-proxy sees as "the request": only method, url and headers are read when the body is
+ * given through its `buffer` option. Events flow through it so each call can find its own
+ * response, upstream request and error.
+ */
+class Exchange extends EventEmitter {
+  readonly socket = { destroyed: false };
+  proxyReq: ClientRequest | undefined;
+  /** How long the pooled socket had been idle when this request took it; -1: a new socket. */
+  idleMs = -1;
+  /** Clock ms when the request was fully written; -1 until then. */
+  sentAt = -1;
+  /** An interim (1xx) answer came: the service has the request, so a failure now is no race. */
+  interim = false;
+  constructor(readonly method: string, readonly url: string, readonly headers: Record<string, string | string[]>) {
+    super();
+  }
+}
+
+/**
+ * Proxy engine on http-proxy 1.18.1 (the design's choice; unmaintained since 2020). Its traps
+ * are neutralised here: credentials travel in the header object given to `web()`, never in a
+ * `proxyReq` listener (PITFALLS 2); `Expect`/`Trailer` never reach it (stripped upstream of
+ * this file, PITFALLS 3); `changeOrigin` pins Host and SNI to the service (PITFALLS 5); a
+ * client abort destroys the upstream request (PITFALLS 4); our own header deadline replaces
+ * `proxyTimeout` (PITFALLS 6); no `followRedirects` (PITFALLS 11); keep-alive agent (PITFALLS 9).
+ * Every body goes upstream with explicit framing, and http-proxy's `deleteLength` pass is
+ * removed (see below).
+ */
+export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
+  const basePath = basePathOf(options.baseUrl);
+  const clock = options.clock ?? systemClock;
+  const tls = { ...(options.ca ? { secureContext: trustContext(options.ca) } : {}), rejectUnauthorized: true };
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: options.maxSockets,
+    maxFreeSockets: options.maxSockets,
+    timeout: options.keepAliveTimeoutMs,
+    scheduling: 'lifo',
+    ...tls,
+  });
+  // Retries after a stale keep-alive socket get a connection of their own.
+  const freshAgent = new Agent({ keepAlive: false, maxSockets: options.maxSockets, ...tls });
+  agent.on('free', (socket: PooledSocket) => void (socket[FREED_AT] = clock.now()));
+  // Node's agent reads `options.timeout` each time a socket goes back to the pool.
+  const agentOptions = (agent as unknown as { options: { timeout: number } }).options;
+  const learner = new KeepAliveLearner(options.keepAliveTimeoutMs, (ms) => void (agentOptions.timeout = ms), options.logger);
+  const proxy = httpProxy.createProxyServer({
+    target: options.baseUrl.href,
+    agent,
+    changeOrigin: true,
+    selfHandleResponse: true,
+    xfwd: false,
+    secure: true,
+    followRedirects: false,
+    prependPath: false,
+    toProxy: true,
+    // No `ca` here: http-proxy would copy it into every request; the agent's context applies.
+  });
+  // `deleteLength` sets `content-length: 0` on a DELETE or OPTIONS without one (and drops
+  // transfer-encoding) while the body is still written: on a keep-alive upstream connection that
+  // body is read as a second request, and the next client's credentialed request becomes its
+  // body (request smuggling). Removed by identity: minified bundles rename functions.
+  const passes = (proxy as unknown as { webPasses: unknown[] }).webPasses;
+  const deleteLength = passes.indexOf(webIncomingPasses.deleteLength);
+  if (deleteLength === -1) throw new Error('http-proxy: the deleteLength pass to remove was not found');
+  passes.splice(deleteLength, 1);
+  // Without an 'error' listener http-proxy crashes the process (PITFALLS 1); errors are also
+  // delivered to each call's callback below.
+  proxy.on('error', () => undefined);
+  proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
+    const exchange = req as unknown as Exchange;
+    exchange.proxyReq = proxyReq;
+    // http-proxy emits proxyReq from the request's 'socket' event: the socket is assigned.
+    const freedAt = (proxyReq.socket as PooledSocket | null)?.[FREED_AT];
+    if (proxyReq.reusedSocket && freedAt !== undefined) {
+      exchange.idleMs = clock.now() - freedAt;
+      proxyReq.once('finish', () => void (exchange.sentAt = clock.now()));
+      proxyReq.once('information', () => void (exchange.interim = true));
+    }
+    exchange.emit('upstream', proxyReq);
+  });
+  proxy.on('proxyRes', (proxyRes: IncomingMessage, req: IncomingMessage) => {
+    (req as unknown as Exchange).emit('upstream-response', proxyRes);
+  });
+
+  return {
+    send(request) {
+      return new Promise<UpstreamResponse>((resolve, reject) => {
+        const exchange = new Exchange(request.method, basePath + request.path, request.headers);
+        const body = request.body;
+        const upload = body !== undefined && !Buffer.isBuffer(body) ? body : undefined;
+        let settled = false;
+        const finish = (err: Error | undefined, response?: UpstreamResponse) => {
+          if (settled) return;
+          settled = true;
+          // Before any response byte on a socket that had carried one: the keep-alive race.
+          if (err && exchange.idleMs >= 0 && !exchange.interim) {
+            const afterSent = exchange.sentAt < 0 ? -1 : clock.now() - exchange.sentAt;
+            if (markStaleConnectionFailure(err, afterSent)) learner.staleAfterIdle(exchange.idleMs);
+          }
+          clearTimeout(deadline);
+          request.signal.offAbort(onAbort);
+          if (err) reject(err);
+          else resolve(response!);
+        };
+        const destroyUpstream = (err: Error) => {
+          if (exchange.proxyReq) exchange.proxyReq.destroy(err);
+          else exchange.once('upstream', (proxyReq: ClientRequest) => proxyReq.destroy(err));
+          finish(err);
+        };
+        const onAbort = () => destroyUpstream(Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' }));
+        const armDeadline = () => setTimeout(
+          () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
+          options.headersTimeoutMs,
+        );
+        // A streamed upload counts from its end: a slow client is not the service's delay (the
+        // listener's requestTimeoutMs bounds the client).
+        let deadline: ReturnType<typeof setTimeout> | undefined;
+        if (!upload) deadline = armDeadline();
+        else upload.once('end', () => { if (!settled) deadline = armDeadline(); });
+        if (request.signal.aborted) return onAbort();
+        request.signal.onAbort(onAbort);
+        exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
+          // Idle deadline while the body streams: an upstream dripping bytes must still end.
+          const socket = proxyRes.socket;
+          const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
+          socket.setTimeout(options.bodyTimeoutMs);
+          socket.on('timeout', stalled);
+          // The agent has set the socket's idle timeout again by now (it does when the response
+          // ends, from its options and the service's Keep-Alive hint): only our listener goes.
+          proxyRes.once('close', () => socket.off('timeout', stalled));
+          // The service answered before reading the whole upload: the piping would stall and the
+          // socket stay assigned for good, so after maxSockets of these every request waits
+          // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
+          const proxyReq = exchange.proxyReq;
+          if (proxyReq && upload) {
+            proxyRes.once('end', () => {
+              if (proxyReq.writableFinished) return;
+              upload.unpipe(proxyReq);
+              proxyReq.destroy();
+              upload.resume();
+            });
+          }
+          finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
+        });
+        // Explicit framing for every body: Node's client sends a DELETE/OPTIONS body without
+        // Content-Length or chunked framing as raw bytes, which the upstream reads as a new request.
+        let web: { buffer: Readable; headers?: Record<string, string>; agent?: Agent };
+        if (body === undefined) web = { buffer: Readable.from([]) };
+        else if (Buffer.isBuffer(body)) web = { buffer: Readable.from([body]), headers: { 'content-length': String(body.length) } };
+        else web = request.headers['content-length'] === undefined ? { buffer: body, headers: CHUNKED } : { buffer: body };
+        if (request.fresh) web.agent = freshAgent;
+        proxy.web(
+          exchange as unknown as IncomingMessage,
+          RESPONSE_STANDIN, // with selfHandleResponse only `headersSent`/`finished` are read
+          web, // `headers` are merged over the request's by http-proxy, after the passes ran
+          (err: Error) => finish(err),
+        );
+      });
+    },
+    async close() {
+      proxy.close();
+      agent.destroy();
+      freshAgent.destroy();
+    },
+  };
+}

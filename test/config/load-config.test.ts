@@ -1,0 +1,236 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { ConfigError } from '../../src/shared/errors.js';
+import { loadConfig } from '../../src/config/load-config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'b2b-load-config-'));
+let counter = 0;
+
+function file(name: string, text: string): string {
+  const path = join(dir, `${counter++}-${name}`);
+  writeFileSync(path, text);
+  return path;
+}
+
+async function problemsOf(promise: Promise<unknown>): Promise<string[]> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    return err.problems;
+  }
+  assert.fail('expected the configuration to be rejected');
+}
+
+const YAML_CONFIG = `
+service:
+  baseUrl: https://api.example.com
+credentials:
+  apiKey: file-key
+  password: file-password
+listen: { port: 18080 }
+`;
+
+const ENV_CREDENTIALS = { B2B_BASE_URL: 'https://env.example.com', B2B_API_KEY: 'env-key', B2B_PASSWORD: 'env-password' };
+
+describe('loadConfig: files', () => {
+  it('loads YAML and fills defaults', async () => {
+    const config = await loadConfig(file('c.yaml', YAML_CONFIG), {});
+    assert.equal(config.service.baseUrl, 'https://api.example.com');
+    assert.equal(config.listen.port, 18080);
+    assert.equal(config.admin.port, 9464);
+    assert.equal(config.token.attach.length, 2);
+  });
+
+  it('loads a .json file', async () => {
+    const json = { service: { baseUrl: 'https://json.example.com' }, credentials: { apiKey: 'k', password: 'p' }, log: { level: 'debug' } };
+    const config = await loadConfig(file('c.json', JSON.stringify(json, null, '\t')), {});
+    assert.equal(config.service.baseUrl, 'https://json.example.com');
+    assert.equal(config.log.level, 'debug');
+  });
+
+  it('names a missing file', async () => {
+    const missing = join(dir, 'missing.yaml');
+    assert.deepEqual(await problemsOf(loadConfig(missing, {})), [`config file ${missing} does not exist`]);
+  });
+
+  it('names the file and the line of a YAML error, without quoting the source', async () => {
+    const path = file('bad.yaml', 'service:\n  baseUrl: https://x.example\ncredentials:\n  password: "secret-in-broken-line\n');
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, new RegExp(`^config file ${path}: invalid YAML at line \\d+, column \\d+: `));
+    assert.ok(!problems[0]!.includes('secret-in-broken-line'));
+    const dup = await problemsOf(loadConfig(file('dup.yaml', 'log: {}\nlog: {}\n'), {}));
+    assert.match(dup[0]!, /invalid YAML at line 2, column 1: Map keys must be unique/);
+  });
+
+  it('names the line of an unquoted value starting with *, never the value (YAML reads it as an alias)', async () => {
+    const path = file('alias.yaml', 'service:\n  baseUrl: https://x.example\ncredentials:\n  apiKey: k-1\n  password: *Secr3tPass\n');
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.deepEqual(problems, [`config file ${path}: unresolved YAML alias at line 5: quote values that start with * & or !`]);
+  });
+
+  it('reports unquoted values starting with & or !, which YAML silently changes, by line and never by value', async () => {
+    const path = file('anchor-tag.yaml', [
+      'service:',
+      '  baseUrl: https://x.example',
+      'credentials:',
+      '  apiKey: &Anch0rKey rest-of-key', // an anchor: the value becomes "rest-of-key"
+      '  password: !T4gPass rest', // a tag: the value becomes "rest"
+      'admin: { host: &loopback 127.0.0.1 }', // anchors used as anchors are fine
+      'listen: { host: *loopback }',
+    ].join('\n'));
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.deepEqual(problems, [
+      `config file ${path}: unknown YAML tag at line 5 changes the value: quote values that start with * & or !`,
+      `config file ${path}: unused YAML anchor at line 4 changes the value: quote values that start with * & or !`,
+    ]);
+    for (const secret of ['Anch0rKey', 'T4gPass']) assert.ok(!problems.join().includes(secret));
+    const quoted = await loadConfig(file('quoted.yaml', 'service: { baseUrl: https://x.example }\ncredentials: { apiKey: "&k", password: "*p!" }\n'), {});
+    assert.deepEqual([quoted.credentials.apiKey, quoted.credentials.password], ['&k', '*p!']);
+  });
+
+  it('rejects a file that is not a mapping; an empty file means env only', async () => {
+    assert.match((await problemsOf(loadConfig(file('list.yaml', '- a\n'), {})))[0]!, /must be a mapping/);
+    const config = await loadConfig(file('empty.yaml', ''), ENV_CREDENTIALS);
+    assert.equal(config.service.baseUrl, 'https://env.example.com');
+  });
+});
+
+describe('loadConfig: environment', () => {
+  it('takes everything from the environment when there is no file', async () => {
+    const config = await loadConfig(undefined, {
+      ...ENV_CREDENTIALS,
+      B2B_RK_OBJECT_ID: 'obj-7',
+      B2B_LISTEN_PORT: '0',
+      B2B_ADMIN_PORT: '9999',
+      B2B_LOG_LEVEL: 'warn',
+      B2B_LOG_REQUESTS: 'true',
+      B2B_L10N_BASE_URL: 'https://l10n.example.com',
+      UNRELATED: 'x',
+    });
+    assert.equal(config.credentials.apiKey, 'env-key');
+    assert.equal(config.credentials.rkObjectId, 'obj-7');
+    assert.equal(config.listen.port, 0);
+    assert.equal(config.admin.port, 9999);
+    assert.equal(config.log.level, 'warn');
+    assert.equal(config.log.requests, true);
+    assert.equal(config.localization?.baseUrl, 'https://l10n.example.com');
+    assert.equal(config.localization?.pathPrefix, '/l10n');
+  });
+
+  it('overrides the file and ignores empty variables', async () => {
+    const config = await loadConfig(file('c.yaml', YAML_CONFIG), { B2B_BASE_URL: 'https://other.example.com', B2B_LISTEN_PORT: '', B2B_API_KEY: '' });
+    assert.equal(config.service.baseUrl, 'https://other.example.com');
+    assert.equal(config.listen.port, 18080);
+    assert.equal(config.credentials.apiKey, 'file-key');
+  });
+
+  it('reports values that do not coerce to the key type, with the rest', async () => {
+    const problems = await problemsOf(loadConfig(undefined, {
+      B2B_BASE_URL: 'http://insecure.example.com',
+      B2B_API_KEY: 'k',
+      B2B_PASSWORD: 'p',
+      B2B_LISTEN_PORT: 'abc',
+      B2B_ADMIN_PORT: '80.5',
+      B2B_LOG_REQUESTS: 'maybe',
+      B2B_LOG_LEVEL: 'chatty',
+    }));
+    assert.deepEqual(problems.map((p) => p.replace(/: .*/, '')), [
+      'listen.port (B2B_LISTEN_PORT)',
+      'admin.port (B2B_ADMIN_PORT)',
+      'log.requests (B2B_LOG_REQUESTS)',
+      'log.level (B2B_LOG_LEVEL)',
+      'service.baseUrl (B2B_BASE_URL)',
+    ]);
+    assert.equal(problems[0], 'listen.port (B2B_LISTEN_PORT): "abc" is not an integer');
+  });
+
+  it('maps *_FILE variables to the ...File keys and keeps them as paths', async () => {
+    const keyFile = file('api-key', 'key-from-file');
+    const passwordFile = file('password', 'password-from-file');
+    const l10nFile = file('l10n-token', 'l10n-from-file');
+    const config = await loadConfig(undefined, {
+      B2B_BASE_URL: 'https://api.example.com',
+      B2B_API_KEY_FILE: keyFile,
+      B2B_PASSWORD_FILE: passwordFile,
+      B2B_L10N_BASE_URL: 'https://l10n.example.com',
+      B2B_L10N_TOKEN_FILE: l10nFile,
+    });
+    assert.equal(config.credentials.apiKeyFile, keyFile);
+    assert.equal(config.credentials.passwordFile, passwordFile);
+    assert.equal(config.localization?.tokenFile, l10nFile);
+    assert.equal(config.credentials.apiKey, undefined);
+    assert.ok(!JSON.stringify(config).includes('from-file'));
+  });
+
+  it('lets an env var replace the file\'s choice between a value and its file', async () => {
+    const passwordFile = file('password', 'pw');
+    const yaml = `service: { baseUrl: "https://api.example.com" }\ncredentials: { apiKey: k, passwordFile: "${passwordFile}" }\n`;
+    const byValue = await loadConfig(file('c.yaml', yaml), { B2B_PASSWORD: 'env-password' });
+    assert.equal(byValue.credentials.password, 'env-password');
+    assert.equal(byValue.credentials.passwordFile, undefined);
+    const keyFile = file('key', 'k');
+    const byFile = await loadConfig(file('c.yaml', yaml), { B2B_API_KEY_FILE: keyFile });
+    assert.equal(byFile.credentials.apiKeyFile, keyFile);
+    assert.equal(byFile.credentials.apiKey, undefined);
+    assert.equal(byFile.credentials.passwordFile, passwordFile);
+  });
+
+  it('reports both when the environment sets a value and its file', async () => {
+    const problems = await problemsOf(loadConfig(undefined, { ...ENV_CREDENTIALS, B2B_PASSWORD_FILE: file('pw', 'x') }));
+    assert.deepEqual(problems, ['credentials.password (B2B_PASSWORD): set only one of password and passwordFile (B2B_PASSWORD_FILE)']);
+  });
+
+  it('reports missing credentials in env-only mode by key and env var', async () => {
+    const problems = await problemsOf(loadConfig(undefined, {}));
+    assert.deepEqual(problems.map((p) => p.replace(/: .*/, '')), [
+      'service.baseUrl (B2B_BASE_URL)',
+      'credentials.apiKey (B2B_API_KEY)',
+      'credentials.password (B2B_PASSWORD)',
+    ]);
+  });
+});
+
+describe('loadConfig: messages an operator can act on (issue 13 §6)', () => {
+  it('an unquoted all-digit password gets "quote it", never the value', async () => {
+    const problems = await problemsOf(loadConfig(file('c.yaml', YAML_CONFIG.replace('password: file-password', 'password: 0042424242')), {}));
+    assert.deepEqual(problems, ['credentials.password (B2B_PASSWORD): must be text, but YAML read an unquoted number here (leading zeros are lost): quote it, e.g. "012345"']);
+    assert.ok(!problems.join().includes('42424242'));
+  });
+
+  it('an unquoted yes as an ApiKey gets "quote it"', async () => {
+    const problems = await problemsOf(loadConfig(file('c.yaml', YAML_CONFIG.replace('apiKey: file-key', 'apiKey: true')), {}));
+    assert.deepEqual(problems, ['credentials.apiKey (B2B_API_KEY): must be text, but YAML read an unquoted yes/no/true/false here: quote it']);
+  });
+
+  it('accepts log.requests: yes (and on/off/no) in YAML as the env var does', async () => {
+    for (const [word, value] of [['yes', true], ['On', true], ['no', false], ['off', false]] as const) {
+      const config = await loadConfig(file('c.yaml', `${YAML_CONFIG}log: { requests: ${word} }\n`), {});
+      assert.equal(config.log.requests, value, word);
+    }
+    assert.match((await problemsOf(loadConfig(file('c.yaml', `${YAML_CONFIG}log: { requests: maybe }\n`), {})))[0]!, /^log\.requests \(B2B_LOG_REQUESTS\): must be boolean/);
+  });
+
+  it('a two-document file gets a message without library function names', async () => {
+    const path = file('c.yaml', `${YAML_CONFIG}---\nlog: { level: debug }\n`);
+    const problems = await problemsOf(loadConfig(path, {}));
+    assert.deepEqual(problems, [`config file ${path}: holds more than one YAML document (the "---" at line 8 starts another); keep a single document`]);
+    assert.ok(!/parseAllDocuments|YAML\./.test(problems.join()));
+  });
+
+  it('a listener host that does not resolve is named by key', async () => {
+    const problems = await problemsOf(loadConfig(file('c.yaml', `${YAML_CONFIG}admin: { host: nowhere.invalid }\n`), {}));
+    // ENOTFOUND with a resolver (.invalid never exists, RFC 6761); EAI_AGAIN or a timeout without one.
+    assert.equal(problems.length, 1);
+    assert.match(problems[0]!, /^admin\.host: nowhere\.invalid does not resolve \((ENOTFOUND|EAI_AGAIN|ETIMEOUT)\); use an IP address such as 127\.0\.0\.1, or a name this host can resolve$/);
+  });
+
+  it('a listener host name that resolves (localhost) is accepted', async () => {
+    const config = await loadConfig(file('c.yaml', YAML_CONFIG.replace('listen: { port: 18080 }', 'listen: { host: localhost, port: 18080 }')), {});
+    assert.equal(config.listen.host, 'localhost');
+  });
+});

@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { createMetrics, createRegistry } from '../../src/observability/metrics.js';
+
+const root = new URL('../../', import.meta.url);
+const read = (path: string) => readFileSync(new URL(path, root), 'utf8');
+
+interface Rule { alert?: string; record?: string; expr: string; labels?: Record<string, string>; annotations?: Record<string, string> }
+interface RuleTest { alert_rule_test: Array<{ alertname: string; exp_alerts: unknown[] }> }
+interface Panel { type: string; id: number; title: string; targets?: Array<{ expr: string }>; panels?: Panel[] }
+
+const allRules: Rule[] = parse(read('deploy/prometheus/alerts.yaml')).groups.flatMap((g: { rules: Rule[] }) => g.rules);
+const rules = allRules.filter((r): r is Rule & { alert: string } => r.alert !== undefined);
+/** Series the rule file records itself (`record:`), usable in alerts like exported ones. */
+const recorded = allRules.flatMap((r) => (r.record ? [r.record] : []));
+const ruleTests: RuleTest[] = parse(read('deploy/prometheus/alerts.test.yaml')).tests;
+const dashboard = JSON.parse(read('deploy/grafana/b2b-sidecar.json')) as {
+  panels: Panel[]; templating: { list: Array<{ type: string; query: string | { query: string } }> };
+};
+
+const KEYWORDS = new Set(['and', 'or', 'unless', 'bool', 'offset', 'inf', 'nan']);
+
+/**
+ * Metric names used in a PromQL expression. Strings, label matchers, ranges, grouping label
+ * lists and Grafana variables are removed first; what is left that is not a function call,
+ * keyword or part of a number is a metric name.
+ */
+function metricNames(expr: string): string[] {
+  const stripped = expr
+    .replace(/"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'/g, '""')
+    .replace(/\{[^}]*\}/g, '')
+    .replace(/\[[^\]]*\]/g, '')
+    .replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/gi, '')
+    .replace(/\$\{?\w+\}?/g, '');
+  const names = [...stripped.matchAll(/(?<![\w.:])[a-zA-Z_:][\w:]*(?![\w:]|\s*\()/g)].map((m) => m[0]);
+  return names.filter((n) => !KEYWORDS.has(n.toLowerCase()));
+}
+
+/** Grafana's `label_values(expr, label)` names a metric in its first argument only. */
+function templatingExpr(query: string): string | undefined {
+  const labelValues = /^\s*label_values\((.*),\s*\w+\s*\)\s*$/s.exec(query);
+  if (labelValues) return labelValues[1];
+  if (/^\s*label_values\(/.test(query)) return undefined;
+  return /^\s*query_result\((.*)\)\s*$/s.exec(query)?.[1];
+}
+
+function dashboardExprs(): string[] {
+  const panels = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]);
+  const fromPanels = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+  const fromVariables = dashboard.templating.list
+    .filter((v) => v.type === 'query')
+    .map((v) => templatingExpr(typeof v.query === 'string' ? v.query : v.query.query))
+    .filter((e): e is string => e !== undefined);
+  return [...fromPanels, ...fromVariables];
+}
+
+async function exportedNames(): Promise<Set<string>> {
+  const registry = createRegistry();
+  createMetrics(registry, () => ({ ageSeconds: 1, expiresInSeconds: 1, valid: true }));
+  // `up` is Prometheus's own per-target series.
+  const names = new Set(['up']);
+  for (const metric of await registry.getMetricsAsJSON()) {
+    names.add(metric.name);
+    if (['histogram', 'summary'].includes(String(metric.type))) {
+      for (const suffix of ['_bucket', '_sum', '_count']) names.add(metric.name + suffix);
+    }
+  }
+  return names;
+}
+
+describe('dashboard and alert rules', () => {
+  it('extracts metric names from PromQL, ignoring functions, labels, ranges and variables', () => {
+    assert.deepEqual(
+      metricNames('histogram_quantile(0.99, sum by (le, code) (rate(a_bucket{job=~"$job",x="y(z)"}[$__rate_interval] offset 5m))) > 1e3 and on(instance) b_total or absent(c{d="e"})'),
+      ['a_bucket', 'b_total', 'c'],
+    );
+    assert.equal(templatingExpr('label_values(m{job=~"$job"}, instance)'), 'm{job=~"$job"}');
+    assert.equal(templatingExpr('label_values(job)'), undefined);
+  });
+
+  it('uses only metric names the sidecar exports, in the dashboard and in the alerts', async () => {
+    const exported = new Set([...await exportedNames(), ...recorded]);
+    const used = new Map<string, string>();
+    for (const expr of dashboardExprs()) for (const n of metricNames(expr)) used.set(n, 'dashboard');
+    for (const rule of allRules) for (const n of metricNames(rule.expr)) used.set(n, rule.alert ? `alert ${rule.alert}` : `record ${rule.record}`);
+    const unknown = [...used].filter(([n]) => !exported.has(n)).map(([n, where]) => `${n} (${where})`);
+    assert.deepEqual(unknown, []);
+    // Guard against an extractor that silently finds nothing.
+    for (const name of [
+      'b2b_sidecar_token_age_seconds', 'b2b_sidecar_token_expires_in_seconds', 'b2b_sidecar_token_valid',
+      'b2b_sidecar_token_refresh_total', 'b2b_sidecar_upstream_unauthorized_total', 'b2b_sidecar_requests_total',
+      'b2b_sidecar_request_duration_seconds_bucket', 'b2b_sidecar_guard_denied_total', 'b2b_sidecar_inflight_requests', 'up',
+      'b2b_sidecar_local_responses_total', 'b2b_sidecar:scrape_target',
+    ]) assert.ok(used.has(name), `${name} is used somewhere`);
+  });
+
+  it('gives every alert a severity, summary, description and runbook', () => {
+    assert.deepEqual(rules.map((r) => r.alert).sort(), [
+      'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
+      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
+    ]);
+    for (const rule of rules) {
+      assert.match(rule.labels?.severity ?? '', /^(critical|warning)$/, rule.alert);
+      for (const key of ['summary', 'description', 'runbook']) {
+        assert.ok((rule.annotations?.[key] ?? '').length > 10, `${rule.alert} has annotations.${key}`);
+      }
+    }
+  });
+
+  it('has a firing and a quiet promtool case for every alert', () => {
+    const cases = ruleTests.flatMap((t) => t.alert_rule_test);
+    for (const { alert } of rules) {
+      const mine = cases.filter((c) => c.alertname === alert);
+      assert.ok(mine.some((c) => c.exp_alerts.length > 0), `${alert} fires somewhere`);
+      assert.ok(mine.some((c) => c.exp_alerts.length === 0), `${alert} stays quiet somewhere`);
+    }
+  });
+
+  it('selects no scrape job by name, so the alerts work under any job (issue 13: kubernetes-pods, ServiceMonitor jobs)', () => {
+    for (const rule of allRules) assert.doesNotMatch(rule.expr, /\bjob\s*=~?\s*"/, rule.alert ?? rule.record);
+  });
+
+  it('records b2b_sidecar:scrape_target before B2BSidecarDown reads it, in the same group', () => {
+    const groups = parse(read('deploy/prometheus/alerts.yaml')).groups as Array<{ rules: Rule[] }>;
+    const group = groups.find((g) => g.rules.some((r) => r.alert === 'B2BSidecarDown'))!;
+    const names = group.rules.map((r) => r.alert ?? r.record);
+    assert.ok(names.indexOf('b2b_sidecar:scrape_target') >= 0 && names.indexOf('b2b_sidecar:scrape_target') < names.indexOf('B2BSidecarDown'));
+  });
+
+  it('gives every dashboard panel a query and a unique id', () => {
+    const panels = dashboard.panels.filter((p) => p.type !== 'row');
+    for (const p of panels) assert.ok((p.targets ?? []).length > 0 && p.targets!.every((t) => t.expr), p.title);
+    const ids = dashboard.panels.map((p) => p.id);
+    assert.equal(new Set(ids).size, ids.length);
+  });
+});

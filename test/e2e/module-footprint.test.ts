@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+
+const BUNDLE_RUN = fileURLToPath(new URL('../../dist/bundle/', import.meta.url));
+
+/**
+ * What the `run` path loads, checked on the built bundle. Each of these once cost start-up time
+ * and resident memory (issue 7, bench/results/findings.md); a casual `import 'undici'` or
+ * `import express` would bring them back without failing any behaviour test.
+ */
+describe('module footprint of `run`', () => {
+  it('loads neither undici\'s entry point, nor Node\'s bundled undici, nor express, ajv, node:http2 or prom-client\'s Pushgateway', () => {
+    // Import the run command's chunk exactly as the CLI does, without running it.
+    const script = `
+      import { readdirSync } from 'node:fs';
+      import { createRequire } from 'node:module';
+      const dir = ${JSON.stringify(BUNDLE_RUN)};
+      const run = readdirSync(dir).find((f) => /^run-[A-Z0-9]+\\.js$/.test(f));
+      await import(dir + run);
+      const cjs = Object.keys(createRequire(import.meta.url).cache);
+      process.stdout.write(JSON.stringify({
+        run,
+        internalUndici: process.moduleLoadList.some((m) => m.includes('internal/deps/undici')),
+        // undici's unused HTTP/2 client gets a stub in the bundle (scripts/bundle.mjs).
+        http2: process.moduleLoadList.includes('NativeModule http2'),
+        cjs,
+      }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { run?: string; internalUndici: boolean; http2: boolean; cjs: string[] };
+    assert.ok(out.run, 'the run command chunk exists in dist/bundle');
+    assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
+    assert.equal(out.http2, false, 'node:http2 was loaded');
+    // Whatever the bundle still requires from node_modules at run time shows up here...
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js'];
+    for (const name of unwanted) {
+      assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
+    }
+    // ...and what it inlined is in the source maps of the chunks the run command imports.
+    const sources = bundledSources(out.run!);
+    assert.ok(sources.some((f) => f.includes('node_modules/undici/lib/dispatcher/pool.js')), 'the source-map walk found the bundled dependencies');
+    for (const name of unwanted) {
+      assert.ok(!sources.some((f) => f.includes(`node_modules/${name}`)), `${name} is bundled into the run command's chunks`);
+    }
+    // Diagnostics are for the first hour, not for every start.
+    assert.ok(!sources.some((f) => /src\/(doctor\/|commands\/doctor)/.test(f)), 'the doctor command is bundled into the run command\'s chunks');
+  });
+});
+
+describe('module footprint of `healthcheck`', () => {
+  it('loads the config and node:http only: not the sidecar, the proxy, undici, prom-client or winston (it runs every HEALTHCHECK interval)', () => {
+    const chunk = readdirSync(BUNDLE_RUN).find((f) => /^healthcheck-[A-Z0-9]+\.js$/.test(f));
+    assert.ok(chunk, 'the healthcheck command chunk exists in dist/bundle');
+    const sources = bundledSources(chunk);
+    assert.ok(sources.some((f) => f.endsWith('src/config/load-config.ts')), 'the source-map walk found the config loader');
+    for (const name of ['src/sidecar.ts', 'src/proxy/proxy-handler.ts', 'node_modules/undici/', 'node_modules/prom-client/', 'node_modules/winston/']) {
+      assert.ok(!sources.some((f) => f.includes(name)), `${name} is bundled into the healthcheck command's chunks`);
+    }
+  });
+});
+
+/** Original files of a bundle chunk and of every chunk it statically imports (from the source maps). */
+function bundledSources(chunk: string, seen = new Set<string>()): string[] {
+  if (seen.has(chunk)) return [];
+  seen.add(chunk);
+  const code = readFileSync(BUNDLE_RUN + chunk, 'utf8');
+  const map = JSON.parse(readFileSync(`${BUNDLE_RUN}${chunk}.map`, 'utf8')) as { sources: string[] };
+  const out = [...map.sources];
+  // Static imports only (`from"../chunk-X.js"`); dynamic import("../x.js") chunks load lazily.
+  for (const m of code.matchAll(/(?:from|import)\s*"\.\/([\w-]+\.js)"/g)) out.push(...bundledSources(m[1]!, seen));
+  return out;
+}

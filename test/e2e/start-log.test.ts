@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { validateConfig } from '../../src/config/validate-config.js';
+import { configWarnings } from '../../src/config/warnings.js';
+import { createSidecar } from '../../src/sidecar.js';
+import { createCaptureLogger } from '../helpers/capture-logger.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { testTls } from '../helpers/tls.js';
+
+/** The service is never reached in these tests: start-up does not wait for a token. */
+async function startedLog(overrides: Record<string, unknown>) {
+  const config = validateConfig({
+    listen: { host: '127.0.0.1', port: 0 },
+    admin: { host: '127.0.0.1', port: 0 },
+    service: { baseUrl: 'https://127.0.0.1:1/gateway/', caFile: (await testTls()).caFile, tokenTimeoutMs: 100 },
+    credentials: { apiKey: 'start-log-key-1', password: 'start-log-password-2' },
+    ...overrides,
+  });
+  const log = createCaptureLogger();
+  const sidecar = createSidecar(config, { logger: log.logger, secrets: log.secrets, clock: new FakeClock() });
+  await sidecar.start();
+  await sidecar.stop();
+  return log;
+}
+
+/** Warnings other than the token request the stop cut short. */
+function configWarningLines(log: ReturnType<typeof createCaptureLogger>): string[] {
+  return log.lines().filter((l) => l.level === 'warn' && l.message !== 'token request failed').map((l) => String(l.message));
+}
+
+describe('start-up log (issue 13 §2, §3)', () => {
+  it('"sidecar started" prints the gentoken URL (baseUrl with its path), never a credential', async () => {
+    const log = await startedLog({});
+    const started = log.lines().find((l) => l.message === 'sidecar started');
+    assert.equal(started?.gentoken, 'https://127.0.0.1:1/gateway/pub/b2b/v1/auth/gentoken');
+    assert.ok(!log.text().includes('start-log-key-1') && !log.text().includes('start-log-password-2'));
+    assert.deepEqual(configWarningLines(log), []);
+  });
+
+  it('guard.allowAnyone logs once that anyone who can reach the listener acts as the integrator', async () => {
+    const log = await startedLog({ guard: { allow: ['0.0.0.0/0', '::/0'], allowAnyone: true } });
+    const warnings = configWarningLines(log);
+    assert.deepEqual(warnings, ['guard.allowAnyone is true: anyone who can reach the proxy listener acts as the integrator']);
+  });
+
+  it('listen.host 0.0.0.0 with the default allow list logs once that only loopback will be served', async () => {
+    const log = await startedLog({ listen: { host: '0.0.0.0', port: 0 } });
+    const warnings = configWarningLines(log);
+    assert.deepEqual(warnings, ['listen.host is 0.0.0.0, but guard.allow admits only loopback: only clients on this host will be served, others get 403']);
+  });
+
+  it('no wildcard warning once guard.allow admits a non-loopback range, also for ::', () => {
+    const base = { service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'k-1234', password: 'p-1234' } };
+    assert.deepEqual(configWarnings(validateConfig({ ...base, listen: { host: '::' }, guard: { allow: ['10.0.0.0/8', '127.0.0.1'] } })), []);
+    assert.equal(configWarnings(validateConfig({ ...base, listen: { host: '::' }, guard: { allow: ['::ffff:127.0.0.1', '::1'] } })).length, 1);
+  });
+});

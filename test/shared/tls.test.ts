@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:https';
+import { request, type RequestOptions } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { rootCertificates } from 'node:tls';
+import { loadTrustedCas, pemCertificatesProblem, trustContext } from '../../src/shared/tls.js';
+import { testTls } from '../helpers/tls.js';
+
+function get(port: number, secureContext: ReturnType<typeof trustContext>): Promise<number | string> {
+  return new Promise<number | string>((resolve) => {
+    const options: RequestOptions = { host: '127.0.0.1', port, servername: 'localhost', agent: false, ...(secureContext ? { secureContext } : {}) };
+    const req = request(options, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
+    req.end();
+  });
+}
+
+describe('trusted CAs', () => {
+  it('adds caFile to the system roots instead of replacing them (PITFALLS 10)', async () => {
+    const tls = await testTls();
+    const ca = loadTrustedCas(tls.caFile)!;
+    assert.equal(ca.length, rootCertificates.length + 1);
+    assert.deepEqual(ca.slice(0, -1), [...rootCertificates]);
+  });
+
+  it('builds one context per CA list that trusts the extra CA, and only it beyond the roots', async () => {
+    const tls = await testTls();
+    const ca = loadTrustedCas(tls.caFile)!;
+    assert.equal(trustContext(ca), trustContext(ca), 'built once');
+    const server = createServer({ cert: tls.certPem, key: tls.keyPem }, (_q, r) => r.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      assert.equal(await get(port, trustContext(ca)), 200);
+      assert.equal(await get(port, trustContext([...rootCertificates])), 'UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('rejects a caFile without a PEM certificate', async () => {
+    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const file = join(mkdtempSync(join(tmpdir(), 'b2b-ca-')), 'ca.pem');
+    writeFileSync(file, 'not a certificate');
+    assert.throws(() => loadTrustedCas(file), /no PEM certificate/);
+  });
+
+  it('parses every PEM block: armour around a key, garbage or a second bad block is refused (issue 13 §2)', async () => {
+    const tls = await testTls();
+    assert.equal(pemCertificatesProblem(tls.caPem), undefined);
+    // The system roots (Node's own bundle, Mozilla's CA list) as one bundle file: every one parses.
+    assert.equal(pemCertificatesProblem(rootCertificates.join('\n')), undefined);
+    const keyAsCert = tls.keyPem.replace(/-----(BEGIN|END) [A-Z ]*PRIVATE KEY-----/g, '-----$1 CERTIFICATE-----');
+    assert.match(pemCertificatesProblem(keyAsCert) ?? '', /^holds PEM armour, but its certificate is not an X\.509 certificate/);
+    assert.match(pemCertificatesProblem(tls.keyPem) ?? '', /^holds no PEM certificate/);
+    assert.match(pemCertificatesProblem(`${tls.caPem}\n${keyAsCert}`) ?? '', /certificate 2 of 2 is not an X\.509 certificate/);
+    const truncated = tls.caPem.replace(/\n[A-Za-z0-9+/=]+\n-----END/, '\n-----END');
+    assert.notEqual(truncated, tls.caPem);
+    assert.match(pemCertificatesProblem(truncated) ?? '', /is not an X\.509 certificate/);
+  });
+});

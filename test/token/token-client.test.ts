@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { describe, it } from 'node:test';
+import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../../src/shared/errors.js';
+import { createTokenClient, gentokenUrl, type Credentials } from '../../src/token/token-client.js';
+import { loadTrustedCas } from '../../src/shared/tls.js';
+import { generateTlsMaterial } from '../../src/simulator/certs.js';
+import { ok, startGentokenServer, type Reply } from '../helpers/gentoken-server.js';
+import { testTls } from '../helpers/tls.js';
+
+const creds: Credentials = { apiKey: 'key-ABCDEF123456', password: 'pw-s3cret-!"\\-value', version: 1 };
+
+/** Runs one gentoken exchange against a server answering `reply`; returns the outcome and the server's log. */
+async function exchange(reply: Reply, timeoutMs = 5000) {
+  const server = await startGentokenServer(() => reply);
+  const client = createTokenClient({ baseUrl: server.url, ca: loadTrustedCas((await testTls()).caFile), timeoutMs });
+  try {
+    const result = await client.requestToken(creds).then(
+      (value) => ({ value, error: undefined }),
+      (error: unknown) => ({ value: undefined, error }),
+    );
+    return { ...result, requests: server.requests };
+  } finally {
+    await client.close();
+    await server.close();
+  }
+}
+
+function assertNoSecret(err: unknown): void {
+  const text = `${String(err)} ${JSON.stringify(err)}`;
+  for (const s of [creds.password, creds.apiKey]) assert.ok(!text.includes(s), `error mentions a secret: ${text}`);
+}
+
+describe('gentoken URL', () => {
+  it('joins the path whether or not baseUrl has a path or a trailing slash', () => {
+    assert.equal(gentokenUrl('https://a.example'), 'https://a.example/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl('https://a.example/'), 'https://a.example/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl('https://a.example:8443/api'), 'https://a.example:8443/api/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl('https://a.example/api//'), 'https://a.example/api/pub/b2b/v1/auth/gentoken');
+  });
+});
+
+describe('token client', () => {
+  it('sends exactly the seed request: POST, JSON headers, ApiKey, body with only the password', async () => {
+    const { value, requests } = await exchange(ok('tok-1', 900));
+    assert.deepEqual(value, { token: 'tok-1', refreshToken: null, aliveSecondsTtl: 900 });
+    assert.equal(requests.length, 1);
+    const [req] = requests;
+    assert.equal(req!.method, 'POST');
+    assert.equal(req!.url, '/pub/b2b/v1/auth/gentoken');
+    assert.equal(req!.headers['content-type'], 'application/json');
+    assert.equal(req!.headers['accept'], 'application/json');
+    assert.equal(req!.headers['apikey'], creds.apiKey);
+    assert.equal(req!.headers['authorization'], undefined);
+    assert.deepEqual(JSON.parse(req!.body), { password: creds.password });
+    assert.deepEqual(Object.keys(JSON.parse(req!.body)), ['password']);
+  });
+
+  it('waits past an interim 103 Early Hints for the final answer', async () => {
+    const { value, error } = await exchange({ ...ok('tok-after-103', 900), earlyHints: true });
+    assert.equal(error, undefined);
+    assert.equal(value?.token, 'tok-after-103');
+  });
+
+  it('ignores extra properties and accepts a string refreshToken', async () => {
+    const { value } = await exchange({ status: 200, body: { token: 't0k', refreshToken: 'r', aliveSecondsTtl: 5, extra: 1 } });
+    assert.deepEqual(value, { token: 't0k', refreshToken: 'r', aliveSecondsTtl: 5 });
+  });
+
+  const invalid: Array<[string, unknown, string]> = [
+    ['missing token', { refreshToken: null, aliveSecondsTtl: 900 }, 'token'],
+    ['empty token', { token: '', refreshToken: null, aliveSecondsTtl: 900 }, 'token'],
+    ['CR/LF in the token', { token: 'abc\r\nX-Evil: 1', refreshToken: null, aliveSecondsTtl: 900 }, 'token'],
+    ['non-ASCII token', { token: 'tökén', refreshToken: null, aliveSecondsTtl: 900 }, 'token'],
+    ['oversized token', { token: 'a'.repeat(8193), refreshToken: null, aliveSecondsTtl: 900 }, 'token'],
+    ['missing refreshToken key', { token: 't', aliveSecondsTtl: 900 }, 'refreshToken'],
+    ['numeric refreshToken', { token: 't', refreshToken: 1, aliveSecondsTtl: 900 }, 'refreshToken'],
+    ['string ttl', { token: 't', refreshToken: null, aliveSecondsTtl: '900' }, 'aliveSecondsTtl'],
+    ['non-numeric ttl', { token: 't', refreshToken: null, aliveSecondsTtl: 'soon' }, 'aliveSecondsTtl'],
+    ['fractional ttl', { token: 't', refreshToken: null, aliveSecondsTtl: 1.5 }, 'aliveSecondsTtl'],
+    ['zero ttl', { token: 't', refreshToken: null, aliveSecondsTtl: 0 }, 'aliveSecondsTtl'],
+    ['missing ttl', { token: 't', refreshToken: null }, 'aliveSecondsTtl'],
+    ['a JSON array', [], 'body'],
+    ['a non-JSON body', '<html>oops</html>', 'body'],
+  ];
+  for (const [name, body, field] of invalid) {
+    it(`rejects a 200 with ${name}, naming ${field}`, async () => {
+      const { error } = await exchange({ status: 200, body });
+      assert.ok(error instanceof InvalidResponseError, String(error));
+      assert.equal(error.field, field);
+      assertNoSecret(error);
+    });
+  }
+
+  it('reports a 401 with the server message', async () => {
+    const { error } = await exchange({ status: 401, body: { message: 'Invalid ApiKey or password' } });
+    assert.ok(error instanceof TokenUnauthorizedError);
+    assert.equal(error.serverMessage, 'Invalid ApiKey or password');
+  });
+
+  it('reports a 401 without a body', async () => {
+    const { error } = await exchange({ status: 401 });
+    assert.ok(error instanceof TokenUnauthorizedError);
+    assert.equal(error.serverMessage, 'HTTP 401 without a message');
+  });
+
+  it('scrubs the credentials from a 401 message that echoes them', async () => {
+    const { error } = await exchange({ status: 401, body: { message: `bad password ${creds.password} for ${creds.apiKey}` } });
+    assert.ok(error instanceof TokenUnauthorizedError);
+    assertNoSecret(error);
+  });
+
+  it('reports a 500 as a request error', async () => {
+    const { error } = await exchange({ status: 500, body: { message: 'boom' } });
+    assert.ok(error instanceof TokenRequestError);
+    assert.equal(error.message, 'auth server answered HTTP 500');
+  });
+
+  it('reports a refused connection', async () => {
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise((resolve) => probe.close(resolve));
+    const client = createTokenClient({ baseUrl: `https://127.0.0.1:${port}`, timeoutMs: 5000 });
+    const error = await client.requestToken(creds).catch((e: unknown) => e);
+    await client.close();
+    assert.ok(error instanceof TokenRequestError);
+    assert.equal(error.message, 'auth server unreachable: ECONNREFUSED');
+  });
+
+  it('refuses a server certified by a CA it does not trust', async () => {
+    const server = await startGentokenServer();
+    const other = await generateTlsMaterial(['localhost']);
+    const client = createTokenClient({ baseUrl: server.url, ca: [other.caPem], timeoutMs: 5000 });
+    const error = await client.requestToken(creds).catch((e: unknown) => e);
+    await client.close();
+    await server.close();
+    assert.ok(error instanceof TokenRequestError);
+    assert.match(error.message, /^TLS: [A-Z_]+$/);
+    assert.equal(server.requests.length, 0);
+  });
+
+  it('gives up after timeoutMs', async () => {
+    const { error } = await exchange({ hang: true }, 300);
+    assert.ok(error instanceof TokenRequestError);
+    assert.equal(error.message, 'timed out after 300ms');
+  });
+
+  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (PITFALLS 15)', async () => {
+    const server = await startGentokenServer(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return ok('tok-slow', 900);
+    });
+    const client = createTokenClient({ baseUrl: server.url, ca: loadTrustedCas((await testTls()).caFile), timeoutMs: 2 ** 31 });
+    try {
+      assert.equal((await client.requestToken(creds)).token, 'tok-slow');
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it('gives up after timeoutMs while the TLS handshake hangs', async () => {
+    // Accepts TCP and never speaks TLS: the deadline must not wait for undici's connect timeout.
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => { sockets.push(socket); });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const { port } = silent.address() as AddressInfo;
+    const client = createTokenClient({ baseUrl: `https://127.0.0.1:${port}`, ca: loadTrustedCas((await testTls()).caFile), timeoutMs: 300 });
+    try {
+      const started = Date.now();
+      const error = await client.requestToken(creds).then(() => undefined, (e: unknown) => e);
+      assert.ok(error instanceof TokenRequestError);
+      assert.equal(error.message, 'timed out after 300ms');
+      assert.ok(Date.now() - started < 5000, 'answered by the deadline, not by the 10 s connect timeout');
+    } finally {
+      await client.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
+  it('does not follow a 307 redirect to another server (PITFALLS 13)', async () => {
+    const canary = await startGentokenServer();
+    const { error, requests } = await exchange({
+      status: 307,
+      headers: { location: `${canary.url}/pub/b2b/v1/auth/gentoken` },
+    });
+    await canary.close();
+    assert.equal(requests.length, 1);
+    assert.ok(error instanceof TokenRequestError);
+    assert.match(error.message, /redirect/);
+    assert.equal(canary.requests.length, 0);
+    assert.equal(error.upstreamStatus, 307);
+    assert.equal(error.location, `${canary.url}/pub/b2b/v1/auth/gentoken`);
+  });
+
+  it('tells a redirect target without its query (relative ones resolved) and the status of other answers', async () => {
+    const relative = await exchange({ status: 302, headers: { location: '/v2/auth/gentoken?sig=abc' } });
+    assert.ok(relative.error instanceof TokenRequestError);
+    assert.match(relative.error.location ?? '', /^https:\/\/localhost:\d+\/v2\/auth\/gentoken$/);
+    const missing = await exchange({ status: 404, body: { message: 'no' } });
+    assert.ok(missing.error instanceof TokenRequestError);
+    assert.equal(missing.error.upstreamStatus, 404);
+    assert.equal(missing.error.location, undefined);
+  });
+
+  it('close is idempotent', async () => {
+    const client = createTokenClient({ baseUrl: 'https://localhost:1', timeoutMs: 1000 });
+    await client.close();
+    await client.close();
+  });
+});
