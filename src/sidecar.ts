@@ -11,7 +11,7 @@ import { createCredentialStore, type CredentialStore } from './token/credential-
 import { StoppedDuringStartError } from './shared/errors.js';
 import { configWarnings } from './config/warnings.js';
 import { compileIpGuard } from './shared/ip-guard.js';
-import { ListenError } from './shared/listen-error.js';
+import { ListenError } from './config/listen-error.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createMetrics, createRegistry, type Metrics } from './observability/metrics.js';
 import { createProxyEngine } from './upstream/create-engine.js';

@@ -2,7 +2,7 @@ import { createLogger } from '../observability/logger.js';
 import { SecretSet } from '../shared/secrets.js';
 import { unknownEnvWarnings } from '../config/env-warnings.js';
 import { ConfigError, StoppedDuringStartError } from '../shared/errors.js';
-import { ListenError } from '../shared/listen-error.js';
+import { ListenError } from '../config/listen-error.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
 import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';

@@ -6,7 +6,7 @@ import { createLocalizationClient, type LocalizationClient } from '../localizati
 import { LocalizationError, TranslationRefError } from '../localization/localization-errors.js';
 import { formatTranslationSummary } from '../localization/summary.js';
 import { createTokenSource } from '../localization/weblate-token.js';
-import { parseTranslationRef, type TranslationRef } from '../localization/translation-ref.js';
+import { parseTranslationRef, type TranslationRef } from '../config/translation-ref.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
 /**

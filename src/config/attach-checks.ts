@@ -1,5 +1,5 @@
-import { isRecord } from './walk.js';
-import type { Report } from './checks.js';
+import { isAttachmentKind, unhandledAttachmentKind, type AttachmentKind } from '../shared/attachment.js';
+import { isRecord, type Report } from './walk.js';
 
 /**
  * Checks of `token.attach`: every entry must produce something the HTTP client will send.
@@ -9,6 +9,8 @@ import type { Report } from './checks.js';
  */
 
 const PLACEHOLDERS = new Set(['token', 'apiKey', 'rkObjectId']);
+/** Kinds whose names must be RFC 9110 tokens (a query parameter name is URL-encoded instead). */
+const NAME_IS_TOKEN: Readonly<Record<AttachmentKind, boolean>> = { header: true, query: false, cookie: true };
 /** RFC 9110 `token` characters, the only ones allowed in header and cookie names. */
 const TOKEN_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** RFC 9110 field-value characters as Node (`checkInvalidHeaderChar`) and undici check them. */
@@ -54,8 +56,9 @@ export function checkAttach(list: unknown, rkObjectId: unknown, report: Report):
       if (value.replace(/\$\{token\}/g, '').includes('{token}')) carriesToken = true;
       checkValue(value, where, rkObjectId, (reason) => report([...base, 'value'], reason));
     }
-    if (typeof name !== 'string' || typeof where !== 'string') return;
-    if ((where === 'header' || where === 'cookie') && !TOKEN_NAME.test(name)) {
+    // An unknown kind is the schema's problem (reported with the allowed values).
+    if (typeof name !== 'string' || !isAttachmentKind(where)) return;
+    if (NAME_IS_TOKEN[where] && !TOKEN_NAME.test(name)) {
       const bad = firstBadChar(name, /[!#$%&'*+.^_`|~0-9A-Za-z-]/);
       report([...base, 'name'], `"${name}" is not a valid ${where} name${bad ? `: ${bad} is not allowed (letters, digits and !#$%&'*+-.^_\`|~ only)` : ''}`);
     } else if (where === 'header' && FORBIDDEN_HEADERS.has(name.toLowerCase())) {
@@ -87,19 +90,32 @@ function checkValue(value: string, where: unknown, rkObjectId: unknown, problem:
   }
   // eslint-disable-next-line no-control-regex
   if (/[\x00-\x1f\x7f]/.test(value)) return problem('must not contain control characters (CR, LF, ...)');
-  if (where === 'header') {
-    const bad = firstBadChar(value, FIELD_VALUE);
-    if (bad) problem(`contains ${bad}, which an HTTP header cannot carry${valueHint(value)}`);
-    if (value.includes('{rkObjectId}') && typeof rkObjectId === 'string') {
-      const badId = firstBadChar(rkObjectId, /[\x20-\x7e\x80-\xff]/);
-      if (badId) problem(`puts credentials.rkObjectId (B2B_RK_OBJECT_ID) in a header, but it contains ${badId}, which a header cannot carry`);
-    }
-  } else if (where === 'cookie' && /[\s",;\\]/.test(value)) {
-    problem('a cookie value must not contain spaces, quotes, commas, semicolons or backslashes');
-  }
+  if (isAttachmentKind(where)) checkKindValue(where, value, rkObjectId, problem);
   // Query and cookie values are URL-encoded, which throws on a lone surrogate.
   if (LONE_SURROGATE.test(value)) problem('is not well-formed Unicode (a lone surrogate)');
   if (value.includes('{rkObjectId}') && typeof rkObjectId === 'string' && LONE_SURROGATE.test(rkObjectId)) {
     problem('uses credentials.rkObjectId (B2B_RK_OBJECT_ID), which is not well-formed Unicode (a lone surrogate)');
+  }
+}
+
+/** What each kind can carry; an exhaustive switch, so a new kind must say. */
+function checkKindValue(where: AttachmentKind, value: string, rkObjectId: unknown, problem: (reason: string) => void): void {
+  switch (where) {
+    case 'header': {
+      const bad = firstBadChar(value, FIELD_VALUE);
+      if (bad) problem(`contains ${bad}, which an HTTP header cannot carry${valueHint(value)}`);
+      if (value.includes('{rkObjectId}') && typeof rkObjectId === 'string') {
+        const badId = firstBadChar(rkObjectId, /[\x20-\x7e\x80-\xff]/);
+        if (badId) problem(`puts credentials.rkObjectId (B2B_RK_OBJECT_ID) in a header, but it contains ${badId}, which a header cannot carry`);
+      }
+      return;
+    }
+    case 'cookie':
+      if (/[\s",;\\]/.test(value)) problem('a cookie value must not contain spaces, quotes, commas, semicolons or backslashes');
+      return;
+    case 'query':
+      return; // URL-encoded when attached
+    default:
+      unhandledAttachmentKind(where);
   }
 }

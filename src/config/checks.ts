@@ -2,14 +2,14 @@ import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isIP } from 'node:net';
 import { checkAttach } from './attach-checks.js';
-import { isRecord, schemaAt, walkProperties, type ConfigPath } from './walk.js';
+import { isRecord, schemaAt, walkProperties, type ConfigPath, type Report } from './walk.js';
 import { credentialFileProblem, credentialValueProblem, type CredentialCarrier } from './credential-content.js';
 import { coversEveryone, parseStrictCidr } from '../shared/ip-guard.js';
-import { formatTranslationRef, parseTranslationRef } from '../localization/translation-ref.js';
+import { formatTranslationRef, parseTranslationRef } from './translation-ref.js';
 import { pemCertificatesProblem } from '../shared/tls.js';
 
 /** Records one problem at a config path; the caller formats it with the key's env var. */
-export type Report = (path: ConfigPath, reason: string) => void;
+export type { Report } from './walk.js';
 type Section = Record<string, unknown>;
 
 /** The API's own prefix: a baseUrl ending in it doubles it in every URL (`.../pub/b2b/v1/pub/b2b/v1/auth/gentoken`). */

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { ATTACHMENT_KINDS } from '../shared/attachment.js';
 import { MAX_TIMER_MS } from '../shared/clock.js';
 
 /**
@@ -36,7 +37,7 @@ const Listener = (port: number, portEnv: string, what: string) =>
 
 export const AttachmentSchema = Type.Object(
   {
-    in: Type.Union([Type.Literal('header'), Type.Literal('query'), Type.Literal('cookie')], {
+    in: Type.Union(ATTACHMENT_KINDS.map((kind) => Type.Literal(kind)), {
       description: 'Where the value goes: a request header, a query parameter or a cookie.',
     }),
     name: Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.' }),
@@ -162,5 +163,5 @@ export const ConfigSchema = Type.Object(
 );
 
 export type Config = Static<typeof ConfigSchema>;
-export type Attachment = Static<typeof AttachmentSchema>;
+export type { Attachment } from '../shared/attachment.js';
 export type LocalizationConfig = Static<typeof LocalizationSchema>;

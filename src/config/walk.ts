@@ -20,6 +20,8 @@ export interface SchemaNode {
 
 /** A location in the config: object keys and array indexes. */
 export type ConfigPath = ReadonlyArray<string | number>;
+/** Where a check reports a problem: the key's path and why. */
+export type Report = (path: ConfigPath, reason: string) => void;
 
 const root = ConfigSchema as unknown as SchemaNode;
 

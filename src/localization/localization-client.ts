@@ -7,9 +7,9 @@ import {
   LocalizationUnauthorizedError, TranslationNotFoundError, type LocalizationErrorDetails,
 } from './localization-errors.js';
 import { parseTranslation, type Translation } from './translation-schema.js';
-import { formatTranslationRef, parseTranslationRef, translationApiPath, type TranslationRef } from './translation-ref.js';
+import { formatTranslationRef, parseTranslationRef, translationApiPath, type TranslationRef } from '../config/translation-ref.js';
 
-export { parseTranslationRef, formatTranslationRef, type TranslationRef } from './translation-ref.js';
+export { parseTranslationRef, formatTranslationRef, type TranslationRef } from '../config/translation-ref.js';
 
 export interface LocalizationClientOptions {
   /** Server root; the lookup is `{baseUrl}/api/translations/<p>/<c>/<l>/` (see translationApiPath). */

@@ -28,13 +28,7 @@ export class LocalizationError extends SidecarError {
   }
 }
 
-/** A `project/component/language` argument is not three valid slugs (exit code 2). */
-export class TranslationRefError extends LocalizationError {
-  override name = 'TranslationRefError';
-  constructor(reason: string) {
-    super('SIDECAR_ERR_L10N_BAD_REF', 400, `invalid translation reference: ${reason}`);
-  }
-}
+export { TranslationRefError } from '../config/translation-ref.js';
 
 /** 404: the server has no such project, component or language. */
 export class TranslationNotFoundError extends LocalizationError {

@@ -13,7 +13,7 @@ import { createLocalizationClient } from './localization-client.js';
 import { createLocationRewrite } from './location-rewrite.js';
 import { localizationRoute } from './route-settings.js';
 import { createTranslationExporter } from './translation-exporter.js';
-import { parseTranslationRef } from './translation-ref.js';
+import { parseTranslationRef } from '../config/translation-ref.js';
 
 export interface LocalizationPart {
   route: ProxyRoute;

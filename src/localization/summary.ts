@@ -1,4 +1,4 @@
-import { formatTranslationRef, type TranslationRef } from './translation-ref.js';
+import { formatTranslationRef, type TranslationRef } from '../config/translation-ref.js';
 import { lastChangeEpochSeconds, sourceLanguage, type Language, type Translation } from './translation-schema.js';
 
 /**

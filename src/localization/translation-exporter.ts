@@ -3,7 +3,7 @@ import { Counter, Gauge } from '../observability/prom-client-core.js';
 import type { Clock, TimerHandle } from '../shared/clock.js';
 import type { LocalizationClient } from './localization-client.js';
 import { LocalizationError, LocalizationRateLimitedError } from './localization-errors.js';
-import { formatTranslationRef, type TranslationRef } from './translation-ref.js';
+import { formatTranslationRef, type TranslationRef } from '../config/translation-ref.js';
 import { lastChangeEpochSeconds, type Translation } from './translation-schema.js';
 
 /** The part of a winston logger the exporter uses. */

@@ -1,7 +1,10 @@
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
-import type { CaptureDropReason } from '../proxy/replay-body.js';
-import type { RetryReason } from '../upstream/upstream-retry.js';
+
+/** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
+export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
+/** Why a request body's replay copy was given up (`replay_capture_dropped_total{reason}`, see proxy/replay-body.ts). */
+export type CaptureDropReason = 'request_limit' | 'global_limit';
 
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';

@@ -1,4 +1,4 @@
-import type { Attachment } from '../config/schema.js';
+import { unhandledAttachmentKind, type Attachment } from '../shared/attachment.js';
 
 /** Values the attachment templates may use. */
 export interface AttachVars {
@@ -37,9 +37,12 @@ export function compileAttachments(entries: readonly Attachment[]): CompiledAtta
   const queryNames = new Set<string>();
   const cookieNames = new Set<string>();
   for (const entry of entries) {
-    if (entry.in === 'header') headerNames.add(entry.name.toLowerCase());
-    else if (entry.in === 'query') queryNames.add(entry.name);
-    else cookieNames.add(entry.name);
+    switch (entry.in) {
+      case 'header': headerNames.add(entry.name.toLowerCase()); break;
+      case 'query': queryNames.add(entry.name); break;
+      case 'cookie': cookieNames.add(entry.name); break;
+      default: unhandledAttachmentKind(entry);
+    }
   }
   return {
     headerNames,
@@ -51,9 +54,12 @@ export function compileAttachments(entries: readonly Attachment[]): CompiledAtta
       const cookie: string[] = [];
       for (const entry of entries) {
         const value = entry.value.replace(PLACEHOLDER, (_, name: keyof AttachVars) => vars[name] ?? '');
-        if (entry.in === 'header') headers.push([entry.name.toLowerCase(), value]);
-        else if (entry.in === 'query') query.push(`${encodeURIComponent(entry.name)}=${encodeURIComponent(value)}`);
-        else cookie.push(`${entry.name}=${encodeURIComponent(value)}`);
+        switch (entry.in) {
+          case 'header': headers.push([entry.name.toLowerCase(), value]); break;
+          case 'query': query.push(`${encodeURIComponent(entry.name)}=${encodeURIComponent(value)}`); break;
+          case 'cookie': cookie.push(`${entry.name}=${encodeURIComponent(value)}`); break;
+          default: unhandledAttachmentKind(entry);
+        }
       }
       return { headers, query: query.join('&'), cookie: cookie.join('; ') };
     },

@@ -14,7 +14,7 @@ import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { sendJson } from '../shared/send-json.js';
 import { bufferedBody } from '../upstream/upstream-body.js';
-import { retryReason, type RetryReason } from '../upstream/upstream-retry.js';
+import { retryReason } from '../upstream/upstream-retry.js';
 
 export type { RouteName } from '../observability/metrics.js';
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
+import type { CaptureDropReason } from '../observability/metrics.js';
 
 /**
  * The bytes held for replay across every request in flight. Each request's copy is bounded by
@@ -27,8 +28,6 @@ export class ReplayBudget {
   }
 }
 
-/** Why a request's copy was given up while it was being captured. */
-export type CaptureDropReason = 'request_limit' | 'global_limit';
 
 const ignore = () => undefined;
 // undici's abort code, not ECONNRESET: the service did not reset anything.

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { ReplayTee, type CaptureDropReason, type ReplayBudget } from './replay-body.js';
+import type { CaptureDropReason } from '../observability/metrics.js';
+import { ReplayTee, type ReplayBudget } from './replay-body.js';
 
 /**
  * How a request body goes upstream: none; streamed straight from the client (not replayable:

@@ -8,7 +8,8 @@ import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
-export type RefreshResult = 'success' | 'unauthorized' | 'error';
+import type { RefreshResult } from '../observability/metrics.js';
+export type { RefreshResult };
 
 /** One obtained token and what it was obtained with. Immutable; replaced on every renewal. */
 export interface TokenSnapshot {

@@ -6,8 +6,7 @@
  * when the body can be sent again (none, or fully copied for replay).
  */
 
-/** Label values of `b2b_sidecar_upstream_retries_total{reason}`. */
-export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
+import type { RetryReason } from '../observability/metrics.js';
 
 /**
  * How long after the request was fully written a failure can still be the race: the service's

@@ -8,7 +8,7 @@ import {
   createLocalizationClient, parseRetryAfter, parseTranslationRef, weblateReason, type LocalizationClientOptions,
 } from '../../src/localization/localization-client.js';
 import { LocalizationError, TranslationRefError } from '../../src/localization/localization-errors.js';
-import { formatTranslationRef, translationApiPath } from '../../src/localization/translation-ref.js';
+import { formatTranslationRef, translationApiPath } from '../../src/config/translation-ref.js';
 import { createLocalizationSimulator, type LocalizationSimulatorOptions } from '../../src/simulator/localization-simulator.js';
 import { loadTrustedCas } from '../../src/shared/tls.js';
 import { testTls } from '../helpers/tls.js';

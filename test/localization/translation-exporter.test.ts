@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { createLocalizationClient } from '../../src/localization/localization-client.js';
 import { createTranslationExporter } from '../../src/localization/translation-exporter.js';
-import { parseTranslationRef, type TranslationRef } from '../../src/localization/translation-ref.js';
+import { parseTranslationRef, type TranslationRef } from '../../src/config/translation-ref.js';
 import { createLocalizationSimulator, type LocalizationSimulator } from '../../src/simulator/localization-simulator.js';
 import { loadTrustedCas } from '../../src/shared/tls.js';
 import { FakeClock, flush } from '../helpers/fake-clock.js';

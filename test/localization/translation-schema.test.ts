@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { InvalidResponseError } from '../../src/shared/errors.js';
 import { formatTranslationSummary } from '../../src/localization/summary.js';
-import { parseTranslationRef } from '../../src/localization/translation-ref.js';
+import { parseTranslationRef } from '../../src/config/translation-ref.js';
 import { lastChangeEpochSeconds, parseTranslation, sourceLanguage } from '../../src/localization/translation-schema.js';
 import { localizationSampleData, type WeblateShape } from '../../src/simulator/localization-data.js';
 

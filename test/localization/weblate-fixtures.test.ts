@@ -11,7 +11,7 @@ import {
 } from '../../src/localization/localization-errors.js';
 import { formatTranslationSummary } from '../../src/localization/summary.js';
 import { createTranslationExporter } from '../../src/localization/translation-exporter.js';
-import { parseTranslationRef } from '../../src/localization/translation-ref.js';
+import { parseTranslationRef } from '../../src/config/translation-ref.js';
 import { parseTranslation, TranslationSchema } from '../../src/localization/translation-schema.js';
 import { loadTrustedCas } from '../../src/shared/tls.js';
 import { FakeClock } from '../helpers/fake-clock.js';

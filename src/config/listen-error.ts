@@ -1,5 +1,5 @@
-import { formatProblem } from '../config/walk.js';
-import { SidecarError } from './errors.js';
+import { formatProblem } from './walk.js';
+import { SidecarError } from '../shared/errors.js';
 
 const REASONS: Record<string, string> = {
   EADDRINUSE: 'the port is already in use (another process, or another instance still stopping)',

@@ -1,4 +1,15 @@
-import { TranslationRefError } from './localization-errors.js';
+import { SidecarError } from '../shared/errors.js';
+
+/**
+ * A `project/[category/]component/language` reference that is not valid slugs (exit code 2). A
+ * usage error, found before any request: it lives with the parser that config checks share.
+ */
+export class TranslationRefError extends SidecarError {
+  override name = 'TranslationRefError';
+  constructor(reason: string) {
+    super('SIDECAR_ERR_L10N_BAD_REF', 400, `invalid translation reference: ${reason}`);
+  }
+}
 
 /** One translation instance: one language of one component of one project. */
 export interface TranslationRef {
