@@ -12,10 +12,12 @@ const MAY_IMPORT = {
   token: ['shared', 'config', 'observability', 'upstream'],
   // The request path: never config/ (settings arrive as plain options when the sidecar wires it).
   proxy: ['shared', 'observability', 'upstream', 'token'],
+  // The sidecar's parts: each wires one feature from the layers above.
+  service: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy'],
   localization: ['shared', 'config', 'observability', 'upstream', 'proxy'],
   doctor: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy'],
   simulator: ['shared'],
-  commands: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy', 'localization', 'doctor', 'simulator'],
+  commands: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy', 'service', 'localization', 'doctor', 'simulator'],
 };
 
 const folderRules = Object.entries(MAY_IMPORT).map(([folder, allowed]) => ({

@@ -1,27 +1,22 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
-import { createAdminHandler } from './observability/admin.js';
-import { compileAttachments } from './proxy/attach.js';
-import { systemClock, type Clock } from './shared/clock.js';
-import type { Config } from './config/schema.js';
-import { tokenCredentials } from './proxy/route-credentials.js';
-import { createCredentialStore, type CredentialStore } from './token/credential-store.js';
-import { StoppedDuringStartError } from './shared/errors.js';
-import { configWarnings } from './config/warnings.js';
-import { compileIpGuard } from './shared/ip-guard.js';
 import { ListenError } from './config/listen-error.js';
+import type { Config } from './config/schema.js';
+import { configWarnings } from './config/warnings.js';
 import type { LocalizationPart } from './localization/localization-part.js';
+import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type Metrics } from './observability/metrics.js';
-import { createProxyEngine } from './upstream/create-engine.js';
-import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
 import { createListener, type Listener } from './proxy/listener.js';
+import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
 import { ReplayBudget } from './proxy/replay-body.js';
+import { startServicePart, type ServicePart } from './service/service-part.js';
+import { systemClock, type Clock } from './shared/clock.js';
+import { compileIpGuard } from './shared/ip-guard.js';
+import { RunGroup } from './shared/run-group.js';
 import type { SecretSet } from './shared/secrets.js';
 import { loadTrustedCas } from './shared/tls.js';
-import { createTokenClient, gentokenUrl, type TokenClient } from './token/token-client.js';
-import { TokenManager } from './token/token-manager.js';
+import { gentokenUrl } from './token/token-client.js';
+import type { TokenManager } from './token/token-manager.js';
 
 export interface SidecarDeps {
   logger: Logger;
@@ -59,34 +54,34 @@ export interface Sidecar {
   readonly tokens: TokenManager | undefined;
 }
 
-const B2B_ROUTE_HEADERS = ['authorization'];
+/** The admin listener's own limits: small requests from Prometheus and probes. */
+const ADMIN_LIMITS = { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, maxHeaderBytes: 16_384, maxConnections: 64 };
 
 /**
- * Wires the parts: no I/O until `start()`. Each part has a start and a stop; `stop()` runs the
- * stops in reverse order, like a run group.
+ * Wires the parts: no I/O until `start()`. The service part (credentials, token, engine, route),
+ * the optional localization part, the proxy listener and the admin listener each register their
+ * stop in a run group as they start; `stop()` runs them in reverse order.
  */
 export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   const clock = deps.clock ?? systemClock;
   const { logger, secrets } = deps;
   const registry = deps.registry ?? createRegistry();
-  let tokens: TokenManager | undefined;
+  const group = new RunGroup(logger);
+  let service: ServicePart | undefined;
+  let localization: LocalizationPart | undefined;
+  let listener: Listener | undefined;
   let draining = false;
   let phase: 'idle' | 'starting' | 'started' = 'idle';
   /** Settles (never rejects) once start() has finished or given up. */
   let startup: Promise<unknown> | undefined;
-  let stopRequested = false;
-  const stops: Array<() => Promise<void> | void> = [];
   let stopped: Promise<void> | undefined;
   let drained: Promise<void> | undefined;
-  let listener: Listener | undefined;
-  let credentials: CredentialStore | undefined;
-  let localization: LocalizationPart | undefined;
   let markDone!: () => void;
   const done = new Promise<void>((resolve) => (markDone = resolve));
 
   const health = () => {
     if (draining) return { ready: false, reason: 'shutting down' };
-    return tokens ? tokens.status() : { ready: false, reason: 'starting' };
+    return service ? service.tokens.status() : { ready: false, reason: 'starting' };
   };
 
   function start() {
@@ -95,91 +90,49 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     return run;
   }
 
-  /**
-   * A signal can arrive while start-up awaits (run.ts listens before starting): every await is
-   * followed by `alive()`, after the stop of whatever it created was registered, so a stop()
-   * unwinds start-up instead of being overtaken by it.
-   */
-  function alive(): void {
-    if (stopRequested) throw new StoppedDuringStartError();
-  }
-
   async function startParts() {
-    alive();
+    group.alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
-    const metrics: Metrics = createMetrics(registry, () => tokens?.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
-    const serviceCa = loadTrustedCas(config.service.caFile);
-    credentials = await createCredentialStore(config.credentials, { logger, secrets });
-    stops.push(() => credentials?.close());
-    alive();
-    const client: TokenClient = createTokenClient({ baseUrl: config.service.baseUrl, ca: serviceCa, timeoutMs: config.service.tokenTimeoutMs });
-    stops.push(() => client.close());
-    tokens = new TokenManager({
-      client, credentials, clock, logger, secrets, random: deps.random,
-      onRefresh: (result, seconds) => metrics.tokenRefreshed(result, seconds),
-      options: { ...config.token, tokenTimeoutMs: config.service.tokenTimeoutMs },
-    });
-    const manager = tokens;
-    stops.push(() => manager.stop());
-
-    const attachments = compileAttachments(config.token.attach);
-    const headersTimeoutMs = config.proxy.timeoutMs ?? config.service.timeoutMs;
+    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
     const engineOptions = {
       maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
-      headersTimeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs, clock, logger,
+      headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs, clock, logger,
     };
-    const serviceEngine = await createProxyEngine(config.proxy.engine, { ...engineOptions, baseUrl: new URL(config.service.baseUrl), ca: serviceCa });
-    stops.push(() => serviceEngine.close());
-    alive();
-    const routes: ProxyRoute[] = [{
-      name: 'service', prefix: '', engine: serviceEngine,
-      credentials: tokenCredentials(manager, attachments),
-      stripHeaders: new Set([...attachments.headerNames, ...B2B_ROUTE_HEADERS]),
-      stripQuery: attachments.queryNames, stripCookies: attachments.cookieNames,
-    }];
+    const part = await startServicePart(config, { group, engineOptions, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}) });
+    service = part;
+    const routes: ProxyRoute[] = [part.route];
     const l10n = config.localization;
     if (l10n) {
       // Loaded only when configured: the localization schema and poller cost start-up time.
       const { startLocalizationPart } = await import('./localization/localization-part.js');
-      alive();
-      const part = await startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions, serviceAttachments: attachments, registry, clock, logger, secrets });
-      localization = part;
-      stops.push(() => part.stop());
-      alive();
-      routes.push(part.route);
+      localization = await group.started(
+        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions, serviceAttachments: part.attachments, registry, clock, logger, secrets }),
+        (l) => l.stop(),
+      );
+      routes.push(localization.route);
     }
 
     const handler = createProxyHandler({
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
       replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
     });
-    listener = createListener(handler, config.proxy, logger);
+    const proxyListener = createListener(handler, config.proxy, logger);
+    listener = proxyListener;
     const adminGuard = compileIpGuard(config.admin.allow);
-    const admin = createServer(createAdminHandler({
+    const admin = createListener(createAdminHandler({
       registry, health, logger,
       allow: (peer) => adminGuard.allows(adminGuard.clientAddress(peer, undefined)),
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
-    }));
-    admin.headersTimeout = 10_000;
-    admin.requestTimeout = 30_000;
-    // Registered before listening: a stop() racing the bind still closes the server.
-    stops.push(() => closeServer(admin));
-    const adminPort = await listen(admin, config.admin.host, config.admin.port).catch((err: unknown) => {
-      throw new ListenError('admin', config.admin.host, config.admin.port, err);
-    });
-    alive();
-    const proxyListener = listener;
-    stops.push(() => proxyListener.close(0));
-    const port = await listener.listen(config.listen.host, config.listen.port).catch((err: unknown) => {
-      throw new ListenError('proxy', config.listen.host, config.listen.port, err);
-    });
-    alive();
+    }), ADMIN_LIMITS, logger);
+    // Each registered before it binds: a stop() racing the bind still closes it.
+    const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
+    const port = await group.started(listenOn(proxyListener, 'proxy', config.listen), () => proxyListener.close(0));
 
     phase = 'started';
-    manager.start();
-    credentials.watch(() => void reloadCredentials());
+    part.tokens.start();
+    part.credentials.watch(() => void reloadCredentials());
     logger.info('sidecar started', {
       listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
       service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(config.service.baseUrl), engine: config.proxy.engine,
@@ -191,11 +144,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
 
   async function reloadCredentials() {
     localization?.reload();
-    if (!credentials || !tokens) return;
+    if (!service) return;
     try {
-      if (await credentials.reload()) {
+      if (await service.credentials.reload()) {
         logger.info('credentials changed; obtaining a token with the new ones');
-        await tokens.rotate();
+        await service.tokens.rotate();
       }
     } catch (err) {
       logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
@@ -220,15 +173,9 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   function stop() {
     stopped ??= (async () => {
       draining = true;
-      stopRequested = true;
+      group.requestStop();
       await startup;
-      for (const fn of stops.reverse()) {
-        try {
-          await fn();
-        } catch (err) {
-          logger.warn('error while stopping', { reason: (err as Error).message });
-        }
-      }
+      await group.stopAll();
       logger.info('sidecar stopped');
       markDone();
     })();
@@ -243,24 +190,14 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     registry,
     done,
     get tokens() {
-      return tokens;
+      return service?.tokens;
     },
   };
 }
 
-function listen(server: Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
+/** Binds a listener; a failure names the listener and its config key (issue 13 §6). */
+function listenOn(listener: Listener, which: 'proxy' | 'admin', at: { host: string; port: number }): Promise<number> {
+  return listener.listen(at.host, at.port).catch((err: unknown) => {
+    throw new ListenError(which, at.host, at.port, err);
   });
 }

@@ -4,6 +4,7 @@ import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.j
 import type { Clock } from '../shared/clock.js';
 import type { LocalizationConfig } from '../config/schema.js';
 import { staticCredentials } from '../proxy/route-credentials.js';
+import { strippedNames } from '../proxy/stripped-names.js';
 import { createProxyEngine } from '../upstream/create-engine.js';
 import { TokenUnavailableError } from '../shared/errors.js';
 import type { EngineOptions } from '../upstream/engine.js';
@@ -71,9 +72,7 @@ export async function startLocalizationPart(
         return prepared;
       }, () => new TokenUnavailableError('no localization token')),
       // Whatever the client sent, no B2B credential reaches the localization server.
-      stripHeaders: new Set(['authorization', ...serviceNames.headerNames]),
-      stripQuery: serviceNames.queryNames,
-      stripCookies: serviceNames.cookieNames,
+      ...strippedNames(serviceNames, ['authorization']),
       // Weblate's trailing-slash redirects point at its own paths; keep clients on this route.
       rewriteLocation: createLocationRewrite(cfg.baseUrl, cfg.pathPrefix),
     },

@@ -29,7 +29,7 @@ export interface TokenSnapshot {
   readonly lifetimeSeconds: number;
 }
 
-/** `token.*` config plus `service.tokenTimeoutMs`; extra keys are ignored. */
+/** What the manager reads of the config: wired key by key in service/service-part.ts (`tokenManagerOptions`). */
 export interface TokenManagerOptions {
   /** Fraction of the effective lifetime after which the token is renewed, in (0, 0.9]. */
   renewAt: number;

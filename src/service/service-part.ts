@@ -1,0 +1,83 @@
+/**
+ * The B2B service as one part of the sidecar, mirroring localization/localization-part.ts: the
+ * credential store, the token client and manager, the engine to the service and the proxy route
+ * that attaches the token. It owns what issue 2 describes; sidecar.ts only wires parts together.
+ * May import: shared, config, observability, upstream, token, proxy.
+ */
+import type { Logger } from 'winston';
+import type { Config } from '../config/schema.js';
+import type { Metrics } from '../observability/metrics.js';
+import { compileAttachments, type CompiledAttachments } from '../proxy/attach.js';
+import type { ProxyRoute } from '../proxy/proxy-handler.js';
+import { tokenCredentials } from '../proxy/route-credentials.js';
+import { strippedNames } from '../proxy/stripped-names.js';
+import type { Clock } from '../shared/clock.js';
+import type { RunGroup } from '../shared/run-group.js';
+import type { SecretSet } from '../shared/secrets.js';
+import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
+import { createTokenClient } from '../token/token-client.js';
+import { TokenManager, type TokenManagerOptions } from '../token/token-manager.js';
+import { createProxyEngine } from '../upstream/create-engine.js';
+import type { EngineOptions } from '../upstream/engine.js';
+
+export interface ServicePart {
+  route: ProxyRoute;
+  tokens: TokenManager;
+  credentials: CredentialStore;
+  /** The compiled `token.attach`, whose names every other route strips too. */
+  attachments: CompiledAttachments;
+}
+
+/** Headers the service route always owns besides its attachments: a client's own token. */
+const SERVICE_ROUTE_HEADERS = ['authorization'];
+
+/**
+ * Every setting the token manager reads, named: a new `token.*` key reaches it only through here.
+ */
+export function tokenManagerOptions(config: Config): TokenManagerOptions {
+  return {
+    renewAt: config.token.renewAt,
+    maxLifetimeSeconds: config.token.maxLifetimeSeconds,
+    ...(config.token.file !== undefined ? { file: config.token.file } : {}),
+    tokenTimeoutMs: config.service.tokenTimeoutMs,
+  };
+}
+
+/**
+ * Starts the service part inside `group` (each piece registered with its stop as it is made).
+ * The token manager is made but not started: the sidecar starts it once the listeners are up.
+ */
+export async function startServicePart(config: Config, deps: {
+  group: RunGroup;
+  engineOptions: Omit<EngineOptions, 'baseUrl' | 'ca'>;
+  ca: string[] | undefined;
+  metrics: Metrics;
+  clock: Clock;
+  logger: Logger;
+  secrets: SecretSet;
+  random?: () => number;
+}): Promise<ServicePart> {
+  const { group, logger, secrets, clock } = deps;
+  const credentials = await group.started(createCredentialStore(config.credentials, { logger, secrets }), (c) => c.close());
+  const client = await group.started(createTokenClient({ baseUrl: config.service.baseUrl, ca: deps.ca, timeoutMs: config.service.tokenTimeoutMs }), (c) => c.close());
+  const tokens = await group.started(new TokenManager({
+    client, credentials, clock, logger, secrets, random: deps.random,
+    onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
+    options: tokenManagerOptions(config),
+  }), (m) => m.stop());
+  const engine = await group.started(
+    createProxyEngine(config.proxy.engine, { ...deps.engineOptions, baseUrl: new URL(config.service.baseUrl), ca: deps.ca }),
+    (e) => e.close(),
+  );
+  const attachments = compileAttachments(config.token.attach);
+  return {
+    route: {
+      name: 'service', prefix: '', engine,
+      credentials: tokenCredentials(tokens, attachments),
+      ...strippedNames(attachments, SERVICE_ROUTE_HEADERS),
+    },
+    tokens,
+    credentials,
+    attachments,
+  };
+}

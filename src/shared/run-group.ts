@@ -1,0 +1,54 @@
+import type { Logger } from 'winston';
+import { StoppedDuringStartError } from './errors.js';
+
+/**
+ * The start/stop bookkeeping of something made of parts (token-refresher's run group): each
+ * part is registered with its stop as soon as it exists, `stopAll()` runs the stops once, in
+ * reverse order. A stop requested while parts are still starting (a signal during start-up)
+ * makes the next `started()` throw {@link StoppedDuringStartError}, so start-up unwinds instead
+ * of being overtaken by it.
+ */
+export class RunGroup {
+  readonly #stops: Array<() => Promise<void> | void> = [];
+  readonly #logger: Logger;
+  #stopRequested = false;
+  #stopped: Promise<void> | undefined;
+
+  constructor(logger: Logger) {
+    this.#logger = logger;
+  }
+
+  /** Waits for `part`, registers its stop, then gives up if a stop was requested meanwhile. */
+  async started<T>(part: T | Promise<T>, stop: (part: T) => Promise<void> | void): Promise<T> {
+    this.alive();
+    const value = await part;
+    this.#stops.push(() => stop(value));
+    this.alive();
+    return value;
+  }
+
+  /** Throws {@link StoppedDuringStartError} once a stop was requested. */
+  alive(): void {
+    if (this.#stopRequested) throw new StoppedDuringStartError();
+  }
+
+  /** Makes start-up give up at its next step; `stopAll()` does this too. */
+  requestStop(): void {
+    this.#stopRequested = true;
+  }
+
+  /** Runs every registered stop once, newest first; one failing does not keep the others from running. */
+  stopAll(): Promise<void> {
+    this.#stopRequested = true;
+    this.#stopped ??= (async () => {
+      for (const stop of this.#stops.reverse()) {
+        try {
+          await stop();
+        } catch (err) {
+          this.#logger.warn('error while stopping', { reason: (err as Error).message });
+        }
+      }
+    })();
+    return this.#stopped;
+  }
+}
