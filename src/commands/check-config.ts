@@ -1,7 +1,6 @@
 import { stringify } from 'yaml';
 import { redactConfig } from '../config/validate-config.js';
-import { loadConfig } from '../config/load-config.js';
-import { reportConfigFailure, startupWarnings } from './config-problems.js';
+import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_OK, type CommandIo } from './io.js';
 
 /**
@@ -14,14 +13,13 @@ import { EXIT_OK, type CommandIo } from './io.js';
  * @returns 0 when valid; 2 with every problem on stderr when invalid; 1 on any other failure.
  */
 export async function checkConfigCommand(args: { config?: string }, io: CommandIo): Promise<number> {
+  const config = await loadConfigOrExit(args.config, io);
+  for (const warning of startupWarnings(io.env, typeof config === 'number' ? undefined : config)) io.stderr.write(`warning: ${warning}\n`);
+  if (typeof config === 'number') return config;
   try {
-    const config = await loadConfig(args.config, io.env);
-    for (const warning of startupWarnings(io.env, config)) io.stderr.write(`warning: ${warning}\n`);
     io.stdout.write(stringify(redactConfig(config)));
     return EXIT_OK;
   } catch (err) {
-    const code = reportConfigFailure(err, io);
-    for (const warning of startupWarnings(io.env)) io.stderr.write(`warning: ${warning}\n`);
-    return code;
+    return reportConfigFailure(err, io);
   }
 }

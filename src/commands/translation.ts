@@ -1,5 +1,5 @@
-import { ConfigError, InvalidResponseError } from '../shared/errors.js';
-import { loadConfig } from '../config/load-config.js';
+import { InvalidResponseError } from '../shared/errors.js';
+import { loadConfigOrExit } from './config-problems.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas } from '../shared/tls.js';
 import { createLocalizationClient, type LocalizationClient } from '../localization/localization-client.js';
@@ -31,10 +31,11 @@ export async function translationCommand(
     throw err;
   }
 
+  const config = await loadConfigOrExit(args.config, io);
+  if (typeof config === 'number') return config;
   let client: LocalizationClient;
   const secrets = new SecretSet();
   try {
-    const config = await loadConfig(args.config, io.env);
     const l10n = config.localization;
     if (!l10n) {
       return fail(EXIT_USAGE, 'the configuration has no localization section (localization.baseUrl is needed for lookups)');
@@ -49,7 +50,6 @@ export async function translationCommand(
       allowInsecureHttp: l10n.allowInsecureHttp,
     });
   } catch (err) {
-    if (err instanceof ConfigError) return fail(EXIT_USAGE, err.message);
     return fail(EXIT_USAGE, `invalid localization configuration: ${secrets.redact((err as Error).message)}`);
   }
 

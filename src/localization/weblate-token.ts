@@ -1,7 +1,7 @@
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import type { LocalizationConfig } from '../config/schema.js';
 import { ConfigError } from '../shared/errors.js';
+import { watchFiles, type FileWatch } from '../shared/file-watch.js';
 import type { SecretSet } from '../shared/secrets.js';
 
 /** The current localization token (undefined = none configured), plus reload and close. */
@@ -43,14 +43,9 @@ export function createTokenSource(cfg: Pick<LocalizationConfig, 'token' | 'token
     }
   };
 
-  let watcher: FSWatcher | undefined;
+  let watcher: FileWatch | undefined;
   if (file !== undefined && options.watch !== false) {
-    const name = basename(file);
-    watcher = watch(dirname(file), { persistent: false }, (_event, changed) => {
-      // `..data` is the symlink Kubernetes swaps; anything else in the directory is not ours.
-      if (changed === null || changed === name || changed === '..data') reload();
-    });
-    watcher.on('error', (err) => options.onError?.(err));
+    watcher = watchFiles([file], reload, { persistent: false, onError: (_dir, err) => options.onError?.(err) });
   }
 
   const source = (() => current) as TokenSource;

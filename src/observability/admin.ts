@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
 import type winston from 'winston';
+import { sendJsonBody, sendText } from '../shared/send-json.js';
 
 export interface AdminOptions {
   /** The sidecar's own registry, rendered at `/metrics`. */
@@ -28,16 +29,16 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>
  */
 export function createAdminHandler({ registry, health, allow, onShutdown, logger }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const routes = new Map<string, Map<string, Route>>([
-    ['/healthz', new Map([['GET', (_req, res) => sendBody(res, 200, { status: 'ok' })]])],
+    ['/healthz', new Map([['GET', (_req, res) => sendJsonBody(res, 200, { status: 'ok' })]])],
     ['/readyz', new Map([['GET', (_req, res) => {
       const { ready, reason } = health();
-      if (ready) sendBody(res, 200, { status: 'ready' });
-      else sendBody(res, 503, { status: 'not ready', message: reason ?? 'not ready' });
+      if (ready) sendJsonBody(res, 200, { status: 'ready' });
+      else sendJsonBody(res, 503, { status: 'not ready', message: reason ?? 'not ready' });
     }]])],
     ['/metrics', new Map([['GET', async (_req, res) => {
       // registry.metrics() is async (PITFALLS 26); a rejection becomes the generic 500 below.
       const body = await registry.metrics();
-      send(res, 200, registry.contentType, body);
+      sendText(res, 200, registry.contentType, body);
     }]])],
   ]);
   if (onShutdown) {
@@ -49,7 +50,7 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
           .then(onShutdown)
           .catch((err: unknown) => logger.error('drain after POST /shutdown failed', { err }));
       });
-      sendBody(res, 202, { message: 'draining' });
+      sendJsonBody(res, 202, { message: 'draining' });
     }]]));
   }
   for (const methods of routes.values()) if (methods.has('GET')) methods.set('HEAD', methods.get('GET')!);
@@ -59,18 +60,18 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
     const path = routePath(req.url ?? '/');
     if (!allow(peer)) {
       logger.warn('admin request refused by admin.allow', { source: peer ?? 'unknown', method: req.method, path });
-      return sendBody(res, 403, { message: 'forbidden' });
+      return sendJsonBody(res, 403, { message: 'forbidden' });
     }
     const methods = routes.get(path);
-    if (!methods) return sendBody(res, 404, { message: 'not found' });
+    if (!methods) return sendJsonBody(res, 404, { message: 'not found' });
     const route = methods.get(req.method ?? 'GET');
     if (!route) {
-      return sendBody(res, 405, { message: `method ${req.method} not allowed` }, { allow: [...methods.keys()].join(', ') });
+      return sendJsonBody(res, 405, { message: `method ${req.method} not allowed` }, { allow: [...methods.keys()].join(', ') });
     }
     const failed = (err: unknown) => {
       logger.error('admin request failed', { err, method: req.method, path });
       if (res.headersSent) res.destroy();
-      else sendBody(res, 500, { message: 'internal error' });
+      else sendJsonBody(res, 500, { message: 'internal error' });
     };
     try {
       const done = route(req, res);
@@ -98,19 +99,4 @@ function routePath(url: string): string {
   if (query >= 0) path = path.slice(0, query);
   path = path.toLowerCase();
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
-}
-
-function sendBody(res: ServerResponse, status: number, body: object, headers?: Record<string, string>): void {
-  send(res, status, 'application/json; charset=utf-8', JSON.stringify(body), headers);
-}
-
-function send(res: ServerResponse, status: number, contentType: string, body: string, headers?: Record<string, string>): void {
-  res.writeHead(status, {
-    ...headers,
-    'content-type': contentType,
-    'content-length': Buffer.byteLength(body),
-    // Probe and metric answers describe this instant; a cache must never replay them.
-    'cache-control': 'no-store',
-  });
-  res.end(body); // Node sends no body for HEAD
 }

@@ -1,17 +1,9 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { sendJsonBody as sendJson } from '../shared/send-json.js';
 
-/** Writes a JSON body with an exact Content-Length; `{"message"}` bodies follow the seed's ErrorMessage. */
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    ...headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(text),
-  });
-  res.end(text);
-}
+/** The simulator answers like the sidecar does (shared/send-json.ts). */
+export { sendJson };
 
 /** Sends the seed's ErrorMessage shape. */
 export function sendMessage(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {

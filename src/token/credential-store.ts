@@ -1,12 +1,11 @@
-import { watch as fsWatch, type FSWatcher } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
 import type { Logger } from 'winston';
 import { credentialFileProblem, credentialFromFile, credentialValueProblem } from '../config/credential-content.js';
 import { ConfigError } from '../shared/errors.js';
 import type { Config } from '../config/schema.js';
 import type { SecretSet } from '../shared/secrets.js';
 import type { Credentials } from './token-client.js';
+import { watchFiles, type FileWatch } from '../shared/file-watch.js';
 
 export type { Credentials } from './token-client.js';
 
@@ -95,8 +94,7 @@ export async function createCredentialStore(
   let creds: Credentials = { ...first, ...(cfg.rkObjectId ? { rkObjectId: cfg.rkObjectId } : {}), version: 1 };
   let reportedVersion = creds.version;
   const files = sources.flatMap((s) => (s.file ? [s.file] : []));
-  const watchers: FSWatcher[] = [];
-  let timer: NodeJS.Timeout | undefined;
+  const watches: FileWatch[] = [];
   let closed = false;
 
   /** Re-reads and applies; true when a value changed. Failures keep the old values. */
@@ -127,30 +125,18 @@ export async function createCredentialStore(
     },
     watch(onChange) {
       if (closed || files.length === 0) return;
-      const onEvent = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => {
-          void refresh().then((changed) => {
-            if (changed && !closed) onChange();
-          });
-        }, DEBOUNCE_MS);
-      };
-      // Kubernetes replaces secret files by re-pointing a `..data` symlink in the directory, which
-      // a watch on the file itself never sees; watch each file's parent directory instead.
-      for (const dir of new Set(files.map((f) => dirname(f)))) {
-        try {
-          const w = fsWatch(dir, onEvent);
-          w.on('error', (err) => logger.warn('credential directory watch failed', { dir, reason: err.message }));
-          watchers.push(w);
-        } catch (err) {
-          logger.warn('cannot watch credential directory; changes apply on SIGHUP only', { dir, reason: (err as Error).message });
-        }
-      }
+      watches.push(watchFiles(files, () => {
+        void refresh().then((changed) => {
+          if (changed && !closed) onChange();
+        });
+      }, {
+        debounceMs: DEBOUNCE_MS,
+        onError: (dir, err) => logger.warn('cannot watch credential directory; changes apply on SIGHUP only', { dir, reason: err.message }),
+      }));
     },
     close() {
       closed = true;
-      clearTimeout(timer);
-      for (const w of watchers.splice(0)) w.close();
+      for (const w of watches.splice(0)) w.close();
     },
   };
 }
