@@ -110,22 +110,9 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       logger.warn('request denied by the source guard', { source, forwardedFor: req.headers['x-forwarded-for'] });
       return respond(403, 'source address not allowed');
     }
-    const badTarget = checkRequestTarget(url);
-    if (badTarget) return respond(400, badTarget);
-    if (route.methods && !route.methods.has(method)) {
-      return respond(405, `method ${method} not allowed on this route`, { allow: [...route.methods].join(', ') });
-    }
-    // An upstream that reflects TRACE would hand the attached token and ApiKey back to the client.
-    // (TRACK never gets here: Node's parser answers unknown methods with 400.)
-    // 501: refused for every resource (a 405 would owe an Allow header listing the others).
-    if (method === 'TRACE') return respond(501, 'TRACE is not supported: it would reflect the credentials the sidecar attaches');
-
-    const path = upstreamPath(url, route.prefix);
-    if (path !== url) {
-      // Removing the prefix can expose a new start: `/l10n//evil.example/x` becomes `//evil.example/x`.
-      const badPath = checkRequestTarget(path);
-      if (badPath) return respond(400, badPath);
-    }
+    const admitted = admit(route, url, method);
+    if ('status' in admitted) return respond(admitted.status, admitted.message, admitted.headers);
+    const { path } = admitted;
     // The body streams upstream at once (a copy kept for a replay where it fits), so the
     // credentials are the current ones at dispatch.
     const body = planBody(req, replay);
@@ -253,6 +240,33 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     // Recorded once the answer is on its way: off the latency path, and not twice if writeHead threw.
     metrics.responseStarted(route.name, req.method ?? 'GET', upstream.status, seconds);
   }
+}
+
+/** A refusal by the sidecar itself, before anything is sent upstream. */
+interface Refusal {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** Checks a request's target and method for its route: the path to send upstream, or why not. */
+function admit(route: ProxyRoute, url: string, method: string): { path: string } | Refusal {
+  const badTarget = checkRequestTarget(url);
+  if (badTarget) return { status: 400, message: badTarget };
+  if (route.methods && !route.methods.has(method)) {
+    return { status: 405, message: `method ${method} not allowed on this route`, headers: { allow: [...route.methods].join(', ') } };
+  }
+  // An upstream that reflects TRACE would hand the attached token and ApiKey back to the client.
+  // (TRACK never gets here: Node's parser answers unknown methods with 400.)
+  // 501: refused for every resource (a 405 would owe an Allow header listing the others).
+  if (method === 'TRACE') return { status: 501, message: 'TRACE is not supported: it would reflect the credentials the sidecar attaches' };
+  const path = upstreamPath(url, route.prefix);
+  if (path !== url) {
+    // Removing the prefix can expose a new start: `/l10n//evil.example/x` becomes `//evil.example/x`.
+    const badPath = checkRequestTarget(path);
+    if (badPath) return { status: 400, message: badPath };
+  }
+  return { path };
 }
 
 /** The path sent upstream: the route prefix removed, always starting with `/`. */

@@ -5,11 +5,11 @@ import { Readable } from 'node:stream';
 import httpProxy from 'http-proxy';
 import httpProxyCommon from 'http-proxy/lib/http-proxy/common.js';
 import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js';
-import { systemClock } from '../shared/clock.js';
+import { systemClock, type Clock } from '../shared/clock.js';
 import { KeepAliveLearner } from './keep-alive-learner.js';
 import { trustContext } from '../shared/tls.js';
 import { markStaleConnectionFailure } from './upstream-retry.js';
-import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './engine.js';
+import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from './engine.js';
 import { streamBody } from './upstream-body.js';
 
 // http-proxy joins the target's path and the request path with `.replace(/\/+/g, '/')`, so `/a//b`
@@ -114,85 +114,106 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
     (req as unknown as Exchange).emit('upstream-response', proxyRes);
   });
 
+  const ctx: EngineContext = {
+    proxy, basePath, clock, learner, freshAgent, headersTimeoutMs: options.headersTimeoutMs, bodyTimeoutMs: options.bodyTimeoutMs,
+  };
   return {
-    send(request) {
-      return new Promise<UpstreamResponse>((resolve, reject) => {
-        const exchange = new Exchange(request.method, basePath + request.path, request.headers);
-        const body = request.body;
-        const upload = body !== undefined && !Buffer.isBuffer(body) ? body : undefined;
-        let settled = false;
-        const finish = (err: Error | undefined, response?: UpstreamResponse) => {
-          if (settled) return;
-          settled = true;
-          // Before any response byte on a socket that had carried one: the keep-alive race.
-          if (err && exchange.idleMs >= 0 && !exchange.interim) {
-            const afterSent = exchange.sentAt < 0 ? -1 : clock.now() - exchange.sentAt;
-            if (markStaleConnectionFailure(err, afterSent)) learner.staleAfterIdle(exchange.idleMs);
-          }
-          clearTimeout(deadline);
-          request.signal.offAbort(onAbort);
-          if (err) reject(err);
-          else resolve(response!);
-        };
-        const destroyUpstream = (err: Error) => {
-          if (exchange.proxyReq) exchange.proxyReq.destroy(err);
-          else exchange.once('upstream', (proxyReq: ClientRequest) => proxyReq.destroy(err));
-          finish(err);
-        };
-        const onAbort = () => destroyUpstream(Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' }));
-        const armDeadline = () => setTimeout(
-          () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
-          options.headersTimeoutMs,
-        );
-        // A streamed upload counts from its end: a slow client is not the service's delay (the
-        // listener's requestTimeoutMs bounds the client).
-        let deadline: ReturnType<typeof setTimeout> | undefined;
-        if (!upload) deadline = armDeadline();
-        else upload.once('end', () => { if (!settled) deadline = armDeadline(); });
-        if (request.signal.aborted) return onAbort();
-        request.signal.onAbort(onAbort);
-        exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
-          // Idle deadline while the body streams: an upstream dripping bytes must still end.
-          const socket = proxyRes.socket;
-          const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
-          socket.setTimeout(options.bodyTimeoutMs);
-          socket.on('timeout', stalled);
-          // The agent has set the socket's idle timeout again by now (it does when the response
-          // ends, from its options and the service's Keep-Alive hint): only our listener goes.
-          proxyRes.once('close', () => socket.off('timeout', stalled));
-          // The service answered before reading the whole upload: the piping would stall and the
-          // socket stay assigned for good, so after maxSockets of these every request waits
-          // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
-          const proxyReq = exchange.proxyReq;
-          if (proxyReq && upload) {
-            proxyRes.once('end', () => {
-              if (proxyReq.writableFinished) return;
-              upload.unpipe(proxyReq);
-              proxyReq.destroy();
-              upload.resume();
-            });
-          }
-          finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
-        });
-        // Explicit framing for every body: Node's client sends a DELETE/OPTIONS body without
-        // Content-Length or chunked framing as raw bytes, which the upstream reads as a new request.
-        let web: { buffer: Readable; headers?: Record<string, string>; agent?: Agent };
-        if (body === undefined) web = { buffer: Readable.from([]) };
-        else if (Buffer.isBuffer(body)) web = { buffer: Readable.from([body]), headers: { 'content-length': String(body.length) } };
-        else web = request.headers['content-length'] === undefined ? { buffer: body, headers: CHUNKED } : { buffer: body };
-        if (request.fresh) web.agent = freshAgent;
-        proxy.web(
-          exchange as unknown as IncomingMessage,
-          RESPONSE_STANDIN, // with selfHandleResponse only `headersSent`/`finished` are read
-          web, // `headers` are merged over the request's by http-proxy, after the passes ran
-          (err: Error) => finish(err),
-        );
-      });
-    },
+    send: (request) => sendExchange(ctx, request),
     async close() {
       proxy.close();
       agent.destroy();
       freshAgent.destroy();
     },
   };
+}
+
+/** What each request needs of the engine set up by createHttpProxyEngine. */
+interface EngineContext {
+  proxy: ReturnType<typeof httpProxy.createProxyServer>;
+  basePath: string;
+  clock: Clock;
+  learner: KeepAliveLearner;
+  freshAgent: Agent;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+/**
+ * One request through http-proxy: our own header deadline (PITFALLS 6), abort when the client
+ * goes (PITFALLS 4), the body-stall deadline, the early-answer cut (PITFALLS 33) and explicit
+ * framing for every body; stale keep-alive failures are marked for the retry (issue 16).
+ */
+function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<UpstreamResponse> {
+  return new Promise<UpstreamResponse>((resolve, reject) => {
+    const exchange = new Exchange(request.method, ctx.basePath + request.path, request.headers);
+    const body = request.body;
+    const upload = body !== undefined && !Buffer.isBuffer(body) ? body : undefined;
+    let settled = false;
+    const finish = (err: Error | undefined, response?: UpstreamResponse) => {
+      if (settled) return;
+      settled = true;
+      // Before any response byte on a socket that had carried one: the keep-alive race.
+      if (err && exchange.idleMs >= 0 && !exchange.interim) {
+        const afterSent = exchange.sentAt < 0 ? -1 : ctx.clock.now() - exchange.sentAt;
+        if (markStaleConnectionFailure(err, afterSent)) ctx.learner.staleAfterIdle(exchange.idleMs);
+      }
+      clearTimeout(deadline);
+      request.signal.offAbort(onAbort);
+      if (err) reject(err);
+      else resolve(response!);
+    };
+    const destroyUpstream = (err: Error) => {
+      if (exchange.proxyReq) exchange.proxyReq.destroy(err);
+      else exchange.once('upstream', (proxyReq: ClientRequest) => proxyReq.destroy(err));
+      finish(err);
+    };
+    const onAbort = () => destroyUpstream(Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' }));
+    const armDeadline = () => setTimeout(
+      () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
+      ctx.headersTimeoutMs,
+    );
+    // A streamed upload counts from its end: a slow client is not the service's delay (the
+    // listener's requestTimeoutMs bounds the client).
+    let deadline: ReturnType<typeof setTimeout> | undefined;
+    if (!upload) deadline = armDeadline();
+    else upload.once('end', () => { if (!settled) deadline = armDeadline(); });
+    if (request.signal.aborted) return onAbort();
+    request.signal.onAbort(onAbort);
+    exchange.once('upstream-response', (proxyRes: IncomingMessage) => {
+      // Idle deadline while the body streams: an upstream dripping bytes must still end.
+      const socket = proxyRes.socket;
+      const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
+      socket.setTimeout(ctx.bodyTimeoutMs);
+      socket.on('timeout', stalled);
+      // The agent has set the socket's idle timeout again by now (it does when the response
+      // ends, from its options and the service's Keep-Alive hint): only our listener goes.
+      proxyRes.once('close', () => socket.off('timeout', stalled));
+      // The service answered before reading the whole upload: the piping would stall and the
+      // socket stay assigned for good, so after maxSockets of these every request waits
+      // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
+      const proxyReq = exchange.proxyReq;
+      if (proxyReq && upload) {
+        proxyRes.once('end', () => {
+          if (proxyReq.writableFinished) return;
+          upload.unpipe(proxyReq);
+          proxyReq.destroy();
+          upload.resume();
+        });
+      }
+      finish(undefined, { status: proxyRes.statusCode ?? 502, headers: proxyRes.headers, body: streamBody(proxyRes) });
+    });
+    // Explicit framing for every body: Node's client sends a DELETE/OPTIONS body without
+    // Content-Length or chunked framing as raw bytes, which the upstream reads as a new request.
+    let web: { buffer: Readable; headers?: Record<string, string>; agent?: Agent };
+    if (body === undefined) web = { buffer: Readable.from([]) };
+    else if (Buffer.isBuffer(body)) web = { buffer: Readable.from([body]), headers: { 'content-length': String(body.length) } };
+    else web = request.headers['content-length'] === undefined ? { buffer: body, headers: CHUNKED } : { buffer: body };
+    if (request.fresh) web.agent = ctx.freshAgent;
+    ctx.proxy.web(
+      exchange as unknown as IncomingMessage,
+      RESPONSE_STANDIN, // with selfHandleResponse only `headersSent`/`finished` are read
+      web, // `headers` are merged over the request's by http-proxy, after the passes ran
+      (err: Error) => finish(err),
+    );
+  });
 }

@@ -243,8 +243,8 @@ describe('translation references', () => {
 
   it('refuses a hand-built reference with a slash without sending anything', async () => {
     await withSimulator({}, {}, async ({ sim, client }) => {
-      const err = await failure(client.getTranslation({ project: 'demo', component: 'web', language: '../../users' }));
-      assert.equal(err.code, 'SIDECAR_ERR_L10N_BAD_REF');
+      // A usage error found before any request (config/translation-ref.ts), not a server failure.
+      await assert.rejects(client.getTranslation({ project: 'demo', component: 'web', language: '../../users' }), { name: 'TranslationRefError', code: 'SIDECAR_ERR_L10N_BAD_REF' });
       assert.equal(sim.stats.count, 0);
     });
   });
