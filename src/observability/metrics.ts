@@ -46,10 +46,18 @@ const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'e
 const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
 const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
 const ROUTES: readonly RouteName[] = ['service', 'localization'];
+/**
+ * The values the `route` and `method` labels can take, for the README metrics table
+ * (observability/metrics-table.ts); the recording below normalises every request to one of them.
+ */
+export const LABEL_VALUES: { readonly route: readonly RouteName[]; readonly method: readonly string[] } = {
+  route: ROUTES,
+  method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'],
+};
 /** The sidecar's own failure answers that B2BSidecarLocalErrors watches. */
 const LOCAL_5XX = [502, 503, 504] as const;
 /** Anything else becomes OTHER, so a client inventing methods cannot create series (PITFALLS 25). */
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'] as const;
+const METHODS = LABEL_VALUES.method;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
 const OTHER_METHOD = METHODS.length - 1;
 /** From a cached loopback answer (1 ms) to the longest upstream deadline worth telling apart (30 s). */
@@ -60,7 +68,7 @@ const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
  * counters (`promtool check metrics` rejects them). The per-type gauges `nodejs_active_handles`,
  * `nodejs_active_requests` and `nodejs_active_resources` stay; `sum()` of one gives its total.
  */
-const MISNAMED_DEFAULT_GAUGES = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
+export const MISNAMED_DEFAULT_GAUGES: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
 /** The one place a Prometheus registry is built: one per sidecar, never prom-client's global one. */
 export function createRegistry(): Registry {
@@ -81,7 +89,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
 
   new Gauge({
-    name: `${PREFIX}token_age_seconds`, help: 'Seconds since the current token was obtained.', registers,
+    name: `${PREFIX}token_age_seconds`, help: 'Seconds since the current token was obtained (computed at scrape time).', registers,
     collect() { this.set(tokenGauges().ageSeconds); },
   });
   new Gauge({
@@ -100,7 +108,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   // Pre-initialised so the first failure is an increase from 0 that rate()/increase() can see.
   for (const result of REFRESH_RESULTS) refreshTotal.labels(result).inc(0);
   const refreshDuration = new Histogram({
-    name: `${PREFIX}token_refresh_duration_seconds`, help: 'Latency of gentoken requests.',
+    name: `${PREFIX}token_refresh_duration_seconds`, help: 'Latency of gentoken requests, success or not.',
     buckets: REFRESH_BUCKETS, registers,
   });
   const upstreamUnauthorized = new Counter({
@@ -122,7 +130,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   });
   const localResponses = new Counter({
     name: `${PREFIX}local_responses_total`,
-    help: 'Proxied requests the sidecar answered itself (not passed through from the service), by route and status code.',
+    help: 'Proxied requests the sidecar answered itself rather than passing the service\'s answer through, by route and status code; also counted in b2b_sidecar_requests_total.',
     labelNames: ['route', 'code'] as const, registers,
   });
   // Pre-initialised so the first 502/503/504 is an increase from 0 that rate()/increase() can see.

@@ -87,6 +87,30 @@ function isSection(node: SchemaNode): boolean {
   return node.type === 'object';
 }
 
+/** What a missing key's failure says to add: the lines to put under its section, in the example's own style. */
+function missingKey(path: ConfigPath, node: SchemaNode): string {
+  const name = String(path[path.length - 1]);
+  const parent = path.slice(0, -1).filter((s) => typeof s === 'string').join('.');
+  const where = parent === '' ? 'at the top level' : `under \`${parent}:\``;
+  const comment = ['#', node.description ?? '<what it does>', ...hints(node)].join(' ');
+  const value = isSection(node) ? `${name}:` : node.default === undefined ? `# ${name}: <value>` : `${name}: ${JSON.stringify(node.default)}`;
+  return `${formatPath(path)}: add ${where} in config/sidecar.example.yaml:\n  ${comment}\n  ${value}`;
+}
+
+/** The phrases a key's comment must hold: "Default N." and "env X" where the schema has them. */
+function hints(node: SchemaNode): string[] {
+  const parts: string[] = [];
+  if (!isSection(node) && node.default !== undefined) parts.push(`Default ${typeof node.default === 'object' ? JSON.stringify(node.default) : String(node.default)}.`);
+  if (node['x-env'] !== undefined) parts.push(`env ${node['x-env']}`);
+  return parts;
+}
+
+/** ', naming "Default N." and "env X"' for a key that has them, else ''. */
+function defaultHint(node: SchemaNode): string {
+  const parts = hints(node).map((h) => `"${h}"`);
+  return parts.length > 0 ? `, naming ${parts.join(' and ')}` : '';
+}
+
 describe('config/sidecar.example.yaml', () => {
   it('loads through the real config loader once the credential files exist', async () => {
     let config;
@@ -120,8 +144,8 @@ describe('config/sidecar.example.yaml', () => {
   it('mentions every schema key at its place, set or as a "# key:" line', () => {
     const all = parseDocument(uncommented(text), { uniqueKeys: true });
     assert.deepEqual(all.errors.map((e) => e.message), [], 'the example with its optional lines uncommented is valid YAML');
-    const missing = schemaKeys().filter(({ path }) => nodeAt(all.contents, path) === undefined).map(({ path }) => formatPath(path));
-    assert.deepEqual(missing, [], 'schema keys missing from the example');
+    const missing = schemaKeys().filter(({ path }) => nodeAt(all.contents, path) === undefined).map(({ path, node }) => missingKey(path, node));
+    assert.deepEqual(missing, [], 'schema keys missing from config/sidecar.example.yaml');
   });
 
   it('documents every key in the comment above it, naming the default where there is one', () => {
@@ -132,20 +156,21 @@ describe('config/sidecar.example.yaml', () => {
       const found = nodeAt(all.contents, path);
       if (!found?.key.range) continue; // reported by the previous test
       const comment = commentAbove(source, found.key.range[0]);
-      const key = formatPath(path);
+      const line = source.slice(0, found.key.range[0]).split('\n').length;
+      const key = `${formatPath(path)} (config/sidecar.example.yaml line ${line})`;
       if (comment === '') {
-        problems.push(`${key}: no comment above it`);
+        problems.push(`${key}: add a comment line above it saying what it does${defaultHint(node)}`);
         continue;
       }
       if (isSection(node) || node.default === undefined) continue;
       const def = node.default;
       if (typeof def === 'object') {
-        if (!/Default/.test(comment)) problems.push(`${key}: the comment does not state the default`);
+        if (!/Default/.test(comment)) problems.push(`${key}: add "Default ${JSON.stringify(def)}" (or the default in words) to the comment above it`);
       } else if (!comment.includes(`Default ${String(def)}`)) {
-        problems.push(`${key}: the comment does not say "Default ${String(def)}"`);
+        problems.push(`${key}: add "Default ${String(def)}" to the comment above it`);
       }
       const envName = node['x-env'];
-      if (envName !== undefined && !comment.includes(`env ${envName}`)) problems.push(`${key}: the comment does not name env ${envName}`);
+      if (envName !== undefined && !comment.includes(`env ${envName}`)) problems.push(`${key}: add "env ${envName}" to the comment above it`);
     }
     assert.deepEqual(problems, []);
   });
