@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ConfigSchema } from './schema.js';
 import { schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
+import { codeCell, escapeCell, readmeRegion } from '../shared/readme-region.js';
 
 const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
@@ -16,34 +17,26 @@ export function renderConfigTable(schema: unknown = ConfigSchema): string {
   const lines = ['| key | env var | default | meaning |', '|---|---|---|---|'];
   walkProperties((path, node, required) => {
     if (node.properties) return;
-    const env = node['x-env'] ? code(node['x-env']) : '';
-    lines.push(`| ${code(keyOf(path))} | ${env} | ${defaultCell(root, path, node, required)} | ${meaning(node)} |`);
+    const env = node['x-env'] ? codeCell(node['x-env']) : '';
+    lines.push(`| ${codeCell(keyOf(path))} | ${env} | ${defaultCell(root, path, node, required)} | ${meaning(node)} |`);
   }, root);
   return `${lines.join('\n')}\n`;
 }
 
+const region = readmeRegion(START, END);
+
 /** The table currently between the README markers, or undefined when the markers are missing. */
-export function readmeConfigTable(readme: string): string | undefined {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) return undefined;
-  return readme.slice(start + START.length, end).replace(/^\n/, '');
-}
+export const readmeConfigTable = (readme: string): string | undefined => region.read(readme);
 
 /** `readme` with the region between the markers replaced by `table`. */
-export function replaceReadmeConfigTable(readme: string, table: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README has no ${START} ... ${END} region`);
-  return `${readme.slice(0, start + START.length)}\n${table}${readme.slice(end)}`;
-}
+export const replaceReadmeConfigTable = (readme: string, table: string): string => region.replace(readme, table);
 
 function keyOf(path: ConfigPath): string {
   return path.map((s, i) => (typeof s === 'number' ? '[]' : i === 0 ? s : `.${s}`)).join('');
 }
 
 function defaultCell(root: SchemaNode, path: ConfigPath, node: SchemaNode, required: boolean): string {
-  if (node.default !== undefined) return code(JSON.stringify(node.default));
+  if (node.default !== undefined) return codeCell(JSON.stringify(node.default));
   if (!required) return '—';
   // A required key inside an optional section is only required when that section is present.
   for (let i = path.length - 1; i > 0; i--) {
@@ -52,7 +45,7 @@ function defaultCell(root: SchemaNode, path: ConfigPath, node: SchemaNode, requi
     const key = parent[parent.length - 1];
     const section = schemaAt(parent, root);
     if (typeof key === 'string' && section?.default === undefined && !owner?.required?.includes(key)) {
-      return `**required** if ${code(keyOf(parent))} is set`;
+      return `**required** if ${codeCell(keyOf(parent))} is set`;
     }
   }
   return '**required**';
@@ -61,20 +54,14 @@ function defaultCell(root: SchemaNode, path: ConfigPath, node: SchemaNode, requi
 function meaning(node: SchemaNode): string {
   let text = node.description ?? '';
   if (node.anyOf?.every((b) => b.const !== undefined)) {
-    text += ` One of ${node.anyOf.map((b) => code(String(b.const))).join(', ')}.`;
+    text += ` One of ${node.anyOf.map((b) => codeCell(String(b.const))).join(', ')}.`;
   }
   if (node['x-secret']) text += ' Secret: redacted wherever the config is printed.';
   // `<token>` would otherwise be taken for an HTML tag and vanish from the rendered README.
   return escapeCell(text.trim()).replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
-function code(text: string): string {
-  return `\`${escapeCell(text)}\``;
-}
 
-function escapeCell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
-}
 
 // `npm run docs:config` (node --import tsx src/config/readme-table.ts --write) regenerates the README table.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Registry } from 'prom-client';
 import { createMetrics, createRegistry, LABEL_VALUES, MISNAMED_DEFAULT_GAUGES } from './metrics.js';
+import { codeCell, escapeCell, readmeRegion } from '../shared/readme-region.js';
 
 const START = '<!-- metrics-table:start -->';
 const END = '<!-- metrics-table:end -->';
@@ -40,15 +41,15 @@ export async function renderMetricsTable(register: (registry: Registry) => void 
     }
     const labels = metric.labelNames.length > 0 ? `{${metric.labelNames.join(',')}}` : '';
     const meaning = [metric.help, NOTES[metric.name], buckets(metric), await preset(registry, metric)].filter(Boolean).join(' ');
-    lines.push(`| ${code(metric.name + labels)} | ${metric.type} | ${escapeCell(meaning)} |`);
+    lines.push(`| ${codeCell(metric.name + labels)} | ${metric.type} | ${escapeCell(meaning)} |`);
   }
   if (defaults) {
-    const dropped = MISNAMED_DEFAULT_GAUGES.map(code).join(', ');
-    const kept = MISNAMED_DEFAULT_GAUGES.map((n) => code(n.replace(/_total$/, ''))).join(', ');
-    lines.push(`| ${DEFAULT_PREFIXES.map((p) => code(`${p}*`)).join(', ')} | | prom-client's default process metrics, except ${dropped}: gauges must not end in \`_total\` (\`promtool check metrics\`); \`sum()\` of ${kept} gives the same totals. |`);
+    const dropped = MISNAMED_DEFAULT_GAUGES.map(codeCell).join(', ');
+    const kept = MISNAMED_DEFAULT_GAUGES.map((n) => codeCell(n.replace(/_total$/, ''))).join(', ');
+    lines.push(`| ${DEFAULT_PREFIXES.map((p) => codeCell(`${p}*`)).join(', ')} | | prom-client's default process metrics, except ${dropped}: gauges must not end in \`_total\` (\`promtool check metrics\`); \`sum()\` of ${kept} gives the same totals. |`);
   }
-  const labelLine = `Labels stay low-cardinality: \`route\` is ${LABEL_VALUES.route.map(code).join(' or ')} (never a path), `
-    + `\`method\` is one of ${LABEL_VALUES.method.map(code).join(', ')}, \`code\` is the status (100–599; anything else \`0\`). `
+  const labelLine = `Labels stay low-cardinality: \`route\` is ${LABEL_VALUES.route.map(codeCell).join(' or ')} (never a path), `
+    + `\`method\` is one of ${LABEL_VALUES.method.map(codeCell).join(', ')}, \`code\` is the status (100–599; anything else \`0\`). `
     + 'No label ever carries a path, query string, client address or secret.';
   return `${lines.join('\n')}\n\n${labelLine}\n`;
 }
@@ -58,21 +59,13 @@ export function registerSidecarMetrics(registry: Registry): void {
   createMetrics(registry, () => ({ ageSeconds: 0, expiresInSeconds: 0, valid: false }));
 }
 
+const region = readmeRegion(START, END);
+
 /** The table currently between the README markers, or undefined when the markers are missing. */
-export function readmeMetricsTable(readme: string): string | undefined {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) return undefined;
-  return readme.slice(start + START.length, end).replace(/^\n/, '');
-}
+export const readmeMetricsTable = (readme: string): string | undefined => region.read(readme);
 
 /** `readme` with the region between the markers replaced by `table`. */
-export function replaceReadmeMetricsTable(readme: string, table: string): string {
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README has no ${START} ... ${END} region`);
-  return `${readme.slice(0, start + START.length)}\n${table}${readme.slice(end)}`;
-}
+export const replaceReadmeMetricsTable = (readme: string, table: string): string => region.replace(readme, table);
 
 /** "Buckets 10 ms … 30 s." for a histogram, read from its configured bounds. */
 function buckets(metric: MetricInfo): string {
@@ -92,18 +85,12 @@ async function preset(registry: Registry, metric: MetricInfo): Promise<string> {
   if (values.length === 0) return '';
   const byLabel = metric.labelNames.map((label) => {
     const seen = [...new Set(values.map((v) => String(v.labels[label])))];
-    return `\`${label}\` ${seen.map(code).join(', ')}`;
+    return `\`${label}\` ${seen.map(codeCell).join(', ')}`;
   });
   return `Start at 0: ${byLabel.join('; ')}.`;
 }
 
-function code(text: string): string {
-  return `\`${text}\``;
-}
 
-function escapeCell(text: string): string {
-  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
-}
 
 // `npm run docs:metrics` (node --import tsx src/observability/metrics-table.ts --write) regenerates the README table.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
