@@ -1,3 +1,7 @@
+/**
+ * commands/: one file per CLI command, `<name>Command(args, io)` → exit code, and this file's
+ * CommandIo. May import everything but cli.ts.
+ */
 import type { Writable } from 'node:stream';
 
 export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';

@@ -1,3 +1,9 @@
+/**
+ * config/: the configuration: this schema (the single source of keys, defaults, env vars and
+ * descriptions), loading, validation and its checks, warnings, the README config table.
+ * May import: shared/ only. The request path (proxy/, upstream/) never imports config/: settings
+ * reach it as plain options.
+ */
 import { Type, type Static } from '@sinclair/typebox';
 import { ATTACHMENT_KINDS } from '../shared/attachment.js';
 import { MAX_TIMER_MS } from '../shared/clock.js';

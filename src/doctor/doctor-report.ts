@@ -1,3 +1,7 @@
+/**
+ * doctor/: the steps of the `doctor` command, one file each, and the report shape (this file).
+ * May import: shared/, config/, observability/, upstream/, token/, proxy/.
+ */
 import type { Attachment } from '../config/schema.js';
 
 /** The steps of `doctor`, in the order they run. */

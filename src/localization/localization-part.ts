@@ -1,3 +1,8 @@
+/**
+ * localization/: the Weblate part: the /l10n route (settings, token file, Location rewrite), the
+ * translation client and schema, the exporter. May import: shared/, config/, observability/,
+ * upstream/, proxy/.
+ */
 import type { Registry } from 'prom-client';
 import type { Logger } from 'winston';
 import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.js';

@@ -1,3 +1,8 @@
+/**
+ * observability/: what operators see: the metrics (this file owns the registry, the metric names
+ * and their label values), the JSON logger with redaction, the admin listener's handler.
+ * May import: shared/ only.
+ */
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
 

@@ -1,3 +1,8 @@
+/**
+ * proxy/: the request path on the listener: the listener and its protocol checks, this handler,
+ * attachments and route credentials, target checks, the body plan and replay copy.
+ * May import: shared/, observability/, upstream/, and token/ only through the token manager.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'winston';
 import { rewriteCookie, rewriteQuery } from './attach.js';

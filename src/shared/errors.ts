@@ -1,3 +1,5 @@
+// shared/: leaves every other folder may use (clock, errors, TLS trust, secrets, the IP guard,
+// attachment kinds, the JSON sender, the file watcher, the run group); imports nothing else in src/.
 /**
  * One error base with a stable `code` and the HTTP status a client sees (undici's UND_ERR_* style).
  * Messages are safe to show to clients and to log: they never contain a secret.

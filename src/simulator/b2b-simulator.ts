@@ -1,3 +1,7 @@
+/**
+ * simulator/: the simulated B2B service (this file) and Weblate server used by `demo`,
+ * `simulate` and the tests. May import: shared/ only.
+ */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';

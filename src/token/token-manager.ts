@@ -1,3 +1,8 @@
+/**
+ * token/: the AuthToken: the gentoken client, the credential store (ApiKey/password files), this
+ * manager (schedule, backoff, single flight, invalidation), the token file.
+ * May import: shared/, config/, observability/, upstream/.
+ */
 import type { Logger } from 'winston';
 import { createBackoff, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
 import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';

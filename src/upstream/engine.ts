@@ -1,3 +1,8 @@
+/**
+ * upstream/: the transport to one upstream origin: the engine contract (this file), the undici
+ * and http-proxy engines, their deadlines, the error → status table, the stale-connection retry
+ * marks and the keep-alive learner. May import: shared/, observability/.
+ */
 import type { Readable } from 'node:stream';
 import type { Logger } from 'winston';
 import type { Clock } from '../shared/clock.js';
