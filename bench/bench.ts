@@ -13,7 +13,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
 import { cpuMicros, machineTicks, MB, privateMemory, privatePeakSampler, statusBytes, sumStatus, type PrivateMemory } from './lib/proc.js';
-import { BODY_KINDS, REPLAY_CONFIGS, runReplayConfig, type ReplayConfig, type ReplaySample } from './lib/replay-post.js';
+import { REPLAY_CONFIGS, runReplayRound, type ReplayConfig, type ReplaySample } from './lib/replay-post.js';
 import {
   API_KEY, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, sidecarCli, startBare, startNginx, startSidecar, startUpstream,
   touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
@@ -34,7 +34,6 @@ const LABEL: Record<ConfigName, string> = {
   'sidecar-http-proxy': 'b2b-sidecar, engine http-proxy',
 };
 const ENGINES: Engine[] = ['undici', 'http-proxy'];
-const isGetConfig = (c: string): c is ConfigName => (CONFIGS as readonly string[]).includes(c);
 const maxPrivate = (a: PrivateMemory | undefined, b: PrivateMemory | undefined): PrivateMemory | undefined =>
   a && b ? { rssAnon: Math.max(a.rssAnon, b.rssAnon), uss: Math.max(a.uss, b.uss) } : a ?? b;
 const engineConfig = (e: Engine): ConfigName => (e === 'undici' ? 'sidecar-undici' : 'sidecar-http-proxy');
@@ -236,26 +235,26 @@ async function main(): Promise<number> {
         break;
       }
       // Rotate the order each round so no configuration always runs first or last.
-      const all: Array<ConfigName | ReplayConfig> = [...configs, ...replayConfigs];
+      // The POST replay pair takes one place in the rotation.
+      const all: Array<ConfigName | 'replay'> = [...configs, ...(replayConfigs.length === REPLAY_CONFIGS.length ? ['replay' as const] : [])];
       const order = all.map((_, i) => all[(i + round - 1) % all.length]!);
       for (const cfg of order) {
-        if ((REPLAY_CONFIGS as readonly string[]).includes(cfg)) {
-          const rc = cfg as ReplayConfig;
-          if (replayFailed.has(rc)) continue;
+        if (cfg === 'replay') {
+          if (replayFailed.size) continue;
           try {
-            await sampleStartFloor();
-            const rs = await runReplayConfig(rc, round, work, up, caFile, opts, work);
-            replaySamples.get(rc)!.push(rs);
-            log(`round ${round} ${rc}: ` + rs.measures.map((m) => `${m.kind} ${m.load.rps.toFixed(0)} req/s ${m.cpuUs.toFixed(1)} µs` +
-              (m.load.badStatus + m.load.socketErrors ? ` ERRORS ${m.load.badStatus}/${m.load.socketErrors}` : '')).join(', '));
+            const pair = await runReplayRound(round, work, up, caFile, opts, work, sampleStartFloor);
+            for (const [rc, rs] of pair) {
+              replaySamples.get(rc)!.push(rs);
+              log(`round ${round} ${rc}: ` + rs.measures.map((m) => `${m.kind} ${m.load.rps.toFixed(0)} req/s ${m.cpuUs.toFixed(1)} µs` +
+                (m.load.badStatus + m.load.socketErrors ? ` ERRORS ${m.load.badStatus}/${m.load.socketErrors}` : '')).join(', '));
+            }
           } catch (err) {
             const msg = (err as Error).message;
-            log(`${rc} failed: ${msg}`);
-            replayFailed.set(rc, msg.split('\n')[0]!);
+            log(`replay pair failed: ${msg}`);
+            replayFailed.set('replay-on', msg.split('\n')[0]!);
           }
           continue;
         }
-        if (!isGetConfig(cfg)) continue;
         if (failed.has(cfg)) continue;
         let proxy: ProxyProc | undefined;
         try {
@@ -488,8 +487,8 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
   // POST with the replay copy on and off (issue 14).
   const replay = r.replayConfigs.length === 2 ? replayRows(r.replaySamples.get('replay-on') ?? [], r.replaySamples.get('replay-off') ?? []) : [];
   if (replay.length) {
-    lines.push(`POST through the default engine with \`proxy.replayBodyLimitBytes\` at its default (replay on) and at 0 (off), each in a fresh sidecar per round, alternating; ` +
-      `warm-up ${opts.warmupSeconds} s of 1 KiB POSTs, then ${opts.postSeconds} s per body kind at 50 connections. The throughput cost is the median over rounds of 1 − on/off of that round's pair. ` +
+    lines.push(`POST through the default engine with \`proxy.replayBodyLimitBytes\` at its default (replay on) and at 0 (off), two fresh sidecars per round; ` +
+      `warm-up ${opts.warmupSeconds} s of 1 KiB POSTs each, then per body kind ${Math.max(1, Math.floor(opts.postSeconds))} pair(s) of 1 s windows at 50 connections, on and off back to back, alternating which goes first (both processes alive, one loaded at a time). The throughput cost is the median over all pairs of 1 − on/off. ` +
       'Proxy CPU busy near 100 % means the proxy set the pace; below, the load generator and upstream (hashing every body on the other CPU) did, and throughput hides the proxy\'s cost: read the CPU column then.', '');
     lines.push(...renderReplayTable(replay), '');
     for (const [cfg, msg] of r.replayFailed) lines.push(`> ${cfg} failed: ${msg}`, '');

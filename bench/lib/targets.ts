@@ -109,22 +109,22 @@ export interface ReplayRow {
   failed: number;
 }
 
-/** Medians per body kind; the throughput cost pairs the on and off runs of each round. */
+/** Medians per body kind over every window; the throughput cost pairs the on and off windows measured back to back. */
 export function replayRows(on: readonly ReplaySample[], off: readonly ReplaySample[]): ReplayRow[] {
   return BODY_KINDS.map((k) => {
-    const of = (xs: readonly ReplaySample[]) => xs.map((s) => ({ round: s.round, m: s.measures.find((m) => m.kind === k.name) })).filter((x) => x.m);
+    const of = (xs: readonly ReplaySample[]) => xs.flatMap((s) => s.measures.filter((m) => m.kind === k.name).map((m) => ({ round: s.round, m })));
     const a = of(on);
     const b = of(off);
     const costs = a.flatMap(({ round, m }) => {
-      const o = b.find((x) => x.round === round)?.m;
-      return o && o.load.rps ? [(1 - m!.load.rps / o.load.rps) * 100] : [];
+      const o = b.find((x) => x.round === round && x.m.pair === m.pair)?.m;
+      return o && o.load.rps ? [(1 - m.load.rps / o.load.rps) * 100] : [];
     });
     return {
       kind: k.name, label: k.label,
-      onRps: median(a.map((x) => x.m!.load.rps)), offRps: median(b.map((x) => x.m!.load.rps)), costPct: median(costs),
-      onCpuUs: median(a.map((x) => x.m!.cpuUs)), offCpuUs: median(b.map((x) => x.m!.cpuUs)),
-      onBusyPct: median(a.map((x) => x.m!.busyPct)), offBusyPct: median(b.map((x) => x.m!.busyPct)),
-      failed: [...a, ...b].reduce((n, x) => n + x.m!.load.badStatus + x.m!.load.socketErrors, 0),
+      onRps: median(a.map((x) => x.m.load.rps)), offRps: median(b.map((x) => x.m.load.rps)), costPct: median(costs),
+      onCpuUs: median(a.map((x) => x.m.cpuUs)), offCpuUs: median(b.map((x) => x.m.cpuUs)),
+      onBusyPct: median(a.map((x) => x.m.busyPct)), offBusyPct: median(b.map((x) => x.m.busyPct)),
+      failed: [...a, ...b].reduce((n, x) => n + x.m.load.badStatus + x.m.load.socketErrors, 0),
     };
   });
 }
