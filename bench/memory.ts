@@ -2,10 +2,11 @@
  * Where the sidecar's memory goes (issue 14): a sidecar from dist/ on the proxy CPU, with a probe
  * preloaded through `--import` (a Node option, not a V8 flag, so Node keeps its code cache) that
  * prints `process.memoryUsage()` and V8's heap spaces on SIGUSR2. Sampled after start, after
- * `--idle-seconds` idle (10 requests first), and at the end of a 50-connection GET load; each
+ * `--idle-seconds` idle (10 requests first), and at the end of a 50-connection GET load and of a
+ * 50-connection POST 4 KiB load; each
  * sample also splits /proc/PID/smaps into kinds of mapping (Rss and private bytes each).
  *
- *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--bare (the bare undici floor instead)]
+ *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -97,7 +98,7 @@ async function main() {
       writeFileSync(file, stringify({
         listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 },
         service: { baseUrl: up.url, caFile }, credentials: { apiKey: API_KEY, password: PASSWORD },
-        proxy: { engine }, guard: { allow: ['127.0.0.1/32', '::1/128'] }, log: { level: 'info', requests: false },
+        proxy: { engine, ...(args.includes('--replay-off') ? { replayBodyLimitBytes: 0 } : {}) }, guard: { allow: ['127.0.0.1/32', '::1/128'] }, log: { level: 'info', requests: false },
         shutdown: { delaySeconds: 0, timeoutSeconds: 1 },
       }), { mode: 0o600 });
       proc = spawnManaged('sidecar', process.execPath, ['--import', probe, sidecarCli(), 'run', '--config', file],
@@ -114,6 +115,8 @@ async function main() {
     await sample(proc, `after 10 requests and ${idleSeconds} s idle`);
     await runLoad({ url: `http://127.0.0.1:${port}/pub/b2b/v1/json1k`, connections: 50, seconds: loadSeconds }, work);
     await sample(proc, `right after ${loadSeconds} s of GET at 50 connections`);
+    await runLoad({ url: `http://127.0.0.1:${port}/pub/b2b/v1/echo`, method: 'POST', bodyBytes: 4096, connections: 50, seconds: loadSeconds }, work);
+    await sample(proc, `right after ${loadSeconds} s of POST 4 KiB at 50 connections (as in the benchmark)`);
     await proc.stop();
   } finally {
     await stopAll();
