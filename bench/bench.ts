@@ -419,7 +419,7 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
   const lines: string[] = [];
   lines.push(`# b2b-sidecar benchmark${opts.smoke ? ' — SMOKE RUN (short, not for conclusions)' : ''}`, '');
   lines.push(`${new Date().toISOString()} · ${cpus().length} × ${cpuModel} · Node ${process.version} · load: ${LOAD_TOOL} · ` +
-    `pinning: ${HAS_TASKSET ? 'proxy alone on CPU 1; load generator, upstream and harness on CPU 0' : 'none (no taskset)'} · load average at start ${r.load0.toFixed(2)} · CPU steal during the run ${r.stealPct === undefined ? 'unknown' : `${r.stealPct.toFixed(1)} %`}`, '');
+    `pinning: ${HAS_TASKSET ? 'proxy alone on CPU 1; load generator, upstream and harness on CPU 0' : 'none (no taskset)'} · load average at start ${r.load0.toFixed(2)}, at the end ${loadavg()[0]!.toFixed(2)} (2 CPUs; other work on the machine shows here) · CPU steal during the run ${r.stealPct === undefined ? 'unknown' : `${r.stealPct.toFixed(1)} %`}`, '');
   if (r.stealPct !== undefined && r.stealPct >= 2) {
     lines.push(`> The host took ${r.stealPct.toFixed(1)} % of this machine's CPU time during the run: latencies (and to a lesser degree throughput) are inflated for every configuration, including nginx.`, '');
   }
@@ -516,7 +516,7 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
   // --strict: the default engine's verdicts and the replay cost.
   const counted = [...(engines[0]?.name === 'undici' ? engines[0].verdicts : []), ...replayV];
   const failures = counted.filter((v) => v.ok === false).length;
-  const missed = counted.filter((v) => v.ok === false).map((v) => `${v.target} (${v.measured}; ${v.miss})`);
+  const missed = counted.filter((v) => v.ok === false).map((v) => `${v.target}: ${v.measured}, ${v.miss}`);
   lines.push(missed.length ? `Missed (default engine): ${missed.join('; ')}.` : 'Every measured issue-14 target is met on the default engine.', '');
   lines.push('', `Total time ${r.elapsed.toFixed(0)} s. Command: \`npm run bench${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`.`, '');
   return { markdown: lines.join('\n'), failures };
