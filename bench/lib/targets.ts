@@ -100,8 +100,10 @@ export interface ReplayRow {
   label: string;
   onRps?: number;
   offRps?: number;
-  /** 1 − on/off throughput, median of the per-round pairs. */
+  /** 1 − on/off throughput, median of the back-to-back pairs, and its smallest and largest pair. */
   costPct?: number;
+  costMin?: number;
+  costMax?: number;
   onCpuUs?: number;
   offCpuUs?: number;
   onBusyPct?: number;
@@ -122,6 +124,7 @@ export function replayRows(on: readonly ReplaySample[], off: readonly ReplaySamp
     return {
       kind: k.name, label: k.label,
       onRps: median(a.map((x) => x.m.load.rps)), offRps: median(b.map((x) => x.m.load.rps)), costPct: median(costs),
+      costMin: costs.length ? Math.min(...costs) : undefined, costMax: costs.length ? Math.max(...costs) : undefined,
       onCpuUs: median(a.map((x) => x.m.cpuUs)), offCpuUs: median(b.map((x) => x.m.cpuUs)),
       onBusyPct: median(a.map((x) => x.m.busyPct)), offBusyPct: median(b.map((x) => x.m.busyPct)),
       failed: [...a, ...b].reduce((n, x) => n + x.m.load.badStatus + x.m.load.socketErrors, 0),
@@ -131,11 +134,12 @@ export function replayRows(on: readonly ReplaySample[], off: readonly ReplaySamp
 
 export function renderReplayTable(rows: readonly ReplayRow[]): string[] {
   const lines = [
-    '| POST body, 50 connections | replay on req/s | replay off req/s | throughput cost of replay | CPU µs/req on / off | CPU × off | proxy CPU busy on / off | failed requests |',
+    '| POST body, 50 connections | replay on req/s | replay off req/s | throughput cost of replay (median of pairs; range) | CPU µs/req on / off | CPU × off | proxy CPU busy on / off | failed requests |',
     '|---|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
-    const cost = r.costPct === undefined ? '—' : r.costPct < 0 ? `${r.costPct.toFixed(1)} % (on faster)` : `${r.costPct.toFixed(1)} %`;
+    const spread = r.costMin === undefined ? '' : `; pairs ${r.costMin.toFixed(1)} … ${r.costMax!.toFixed(1)} %`;
+    const cost = r.costPct === undefined ? '—' : `${r.costPct.toFixed(2)} %${r.costPct < 0 ? ' (on faster)' : ''}${spread}`;
     lines.push(`| ${r.label} | ${fmt(r.onRps)} | ${fmt(r.offRps)} | ${cost} | ` +
       `${fmt(r.onCpuUs, 1)} / ${fmt(r.offCpuUs, 1)} | ${r.onCpuUs !== undefined && r.offCpuUs ? `${(r.onCpuUs / r.offCpuUs).toFixed(2)}×` : '—'} | ` +
       `${fmt(r.onBusyPct)} / ${fmt(r.offBusyPct)} % | ${r.failed} |`);
@@ -146,8 +150,10 @@ export function renderReplayTable(rows: readonly ReplayRow[]): string[] {
 /** Replay must cost ≤ 5 % of POST throughput, for every body kind. */
 export function replayVerdicts(rows: readonly ReplayRow[]): Verdict[] {
   return rows.map((r) => {
-    const v = le(`replay costs ≤ 5 % of POST throughput: ${r.label}`, r.costPct, 5, (n) => `${n.toFixed(1)} %`);
+    const v = le(`replay costs ≤ 5 % of POST throughput: ${r.label}`, r.costPct, 5, (n) => `${n.toFixed(2)} %`);
     if (v.ok && r.failed > 0) return { ...v, ok: false, miss: `${r.failed} failed requests` };
-    return v.ok === false ? { ...v, miss: `${(r.costPct! - 5).toFixed(1)} points over` } : v;
+    // A miss inside the pairs' own spread is not a measured cost: say so next to the verdict.
+    const noise = r.costMin !== undefined && r.costMin < 0 ? `, inside the pairs' spread ${r.costMin.toFixed(1)} … ${r.costMax!.toFixed(1)} %` : '';
+    return v.ok === false ? { ...v, miss: `${(r.costPct! - 5).toFixed(2)} points over${noise}` } : v;
   });
 }
