@@ -5,6 +5,7 @@
  * to src/ through the source maps.
  *
  *   npm run build && node --import tsx bench/profile.ts [--engine undici|http-proxy] [--seconds S] [--connections N] [--path P] [--dist DIR] [--startup (profile start-up only)] [--keep (copy the profile to $TMPDIR/b2b-last.cpuprofile)]
+ *     [--bare (profile the bare undici floor, bench/bare-undici.mjs, instead: what any Node proxy built this way pays)]
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { stringify } from 'yaml';
 import { runLoad } from './lib/load.js';
 import { cpuMicros } from './lib/proc.js';
 import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, sidecarCli, startUpstream } from './lib/setup.js';
-import { pinSelf, PROXY_CPU, spawnManaged, stopAll } from './lib/spawn.js';
+import { pinSelf, PROXY_CPU, spawnManaged, stopAll, type Managed } from './lib/spawn.js';
 import { summarise } from './profile-summary.js';
 
 const args = process.argv.slice(2);
@@ -25,6 +26,7 @@ const engine = arg('--engine', 'undici');
 const seconds = Number(arg('--seconds', '3'));
 const connections = Number(arg('--connections', '50'));
 const path = arg('--path', '/pub/b2b/v1/json1k');
+const bare = args.includes('--bare');
 setDistDir(arg('--dist', join(ROOT, 'dist')));
 
 async function main() {
@@ -42,10 +44,19 @@ async function main() {
     };
     const file = join(work, 'sidecar.yaml');
     writeFileSync(file, stringify(config), { mode: 0o600 });
-    const sc = spawnManaged('sidecar', process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, sidecarCli(), 'run', '--config', file], { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
-    const started = JSON.parse(await sc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string };
-    await sc.waitForLine((l) => l.includes('"token obtained"'), 20_000);
-    const url = `http://127.0.0.1:${started.listen.split(':').pop()}${path}`;
+    let sc: Managed;
+    let url: string;
+    if (bare) {
+      await up.control.setTtl(86_400);
+      const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: await up.control.gentoken(), API_KEY });
+      sc = spawnManaged('bare-undici', process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, join(ROOT, 'bench', 'bare-undici.mjs')], { cpu: PROXY_CPU, cwd: ROOT, env });
+      url = `http://127.0.0.1:${(JSON.parse(await sc.waitForLine((l) => l.includes('"proxy":"ready"'), 15_000)) as { port: number }).port}${path}`;
+    } else {
+      sc = spawnManaged('sidecar', process.execPath, ['--cpu-prof', '--cpu-prof-dir', profDir, sidecarCli(), 'run', '--config', file], { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
+      const started = JSON.parse(await sc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string };
+      await sc.waitForLine((l) => l.includes('"token obtained"'), 20_000);
+      url = `http://127.0.0.1:${started.listen.split(':').pop()}${path}`;
+    }
     if (args.includes('--startup')) {
       process.stdout.write(`startup only: ${(cpuMicros([sc.pid]) / 1000).toFixed(0)} ms CPU until the first token\n`);
     } else {
@@ -53,7 +64,7 @@ async function main() {
       const c0 = cpuMicros([sc.pid]);
       const r = await runLoad({ url, connections, seconds }, work);
       const c1 = cpuMicros([sc.pid]);
-      process.stdout.write(`${engine}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s, ${((c1 - c0) / Math.max(1, r.requests)).toFixed(1)} µs CPU/request, ${r.badStatus + r.socketErrors} failed\n`);
+      process.stdout.write(`${bare ? 'bare undici floor' : engine}: ${r.requests} requests, ${r.rps.toFixed(0)} req/s, ${((c1 - c0) / Math.max(1, r.requests)).toFixed(1)} µs CPU/request, ${r.badStatus + r.socketErrors} failed\n`);
     }
     await sc.stop(10_000);
     if (args.includes('--keep')) for (const f of readdirSync(profDir)) writeFileSync(join(tmpdir(), 'b2b-last.cpuprofile'), readFileSync(join(profDir, f)));

@@ -13,6 +13,11 @@ export interface LoadSpec {
   method?: 'GET' | 'POST';
   /** POST body size (bytes of 'x'). */
   bodyBytes?: number;
+  /**
+   * Send the body with `Transfer-Encoding: chunked` in chunks of this size instead of a
+   * Content-Length (wrk only: the request is built by hand, as wrk.format always adds a length).
+   */
+  chunkBytes?: number;
   headers?: Record<string, string>;
   /** Alternate GET `url` and POST `postUrl` (bodyBytes) requests (soak). wrk only; autocannon sends GETs. */
   mixPostUrl?: string;
@@ -53,7 +58,28 @@ async function runWrk(spec: LoadSpec, workDir: string): Promise<LoadResult> {
   const method = spec.method ?? 'GET';
   const lines = [`wrk.method = ${luaString(method)}`];
   for (const [k, v] of Object.entries(spec.headers ?? {})) lines.push(`wrk.headers[${luaString(k)}] = ${luaString(v)}`);
-  if (spec.bodyBytes) {
+  if (spec.chunkBytes) {
+    if (LOAD_TOOL !== 'wrk') throw new Error('chunked request bodies need wrk');
+    if (spec.captureFailures || spec.mixPostUrl) throw new Error('chunkBytes cannot be combined with captureFailures or mixPostUrl');
+    const u = new URL(spec.url);
+    const total = spec.bodyBytes ?? spec.chunkBytes;
+    const extra = Object.entries(spec.headers ?? {}).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+    lines.push(
+      'local parts = {}',
+      `local remaining = ${total}`,
+      'while remaining > 0 do',
+      `  local n = math.min(${spec.chunkBytes}, remaining)`,
+      '  table.insert(parts, string.format("%x\\r\\n", n) .. string.rep("x", n) .. "\\r\\n")',
+      '  remaining = remaining - n',
+      'end',
+      'local raw',
+      'init = function(args)',
+      `  raw = ${luaString(`${method} ${u.pathname}${u.search} HTTP/1.1\r\n`)} .. "Host: " .. wrk.headers["Host"] .. "\\r\\n" ..`,
+      `    ${luaString(`${extra}Content-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n`)} .. table.concat(parts) .. "0\\r\\n\\r\\n"`,
+      'end',
+      'request = function() return raw end',
+    );
+  } else if (spec.bodyBytes) {
     lines.push(`wrk.body = string.rep("x", ${spec.bodyBytes})`, 'wrk.headers["Content-Type"] = "application/octet-stream"');
   }
   if (spec.mixPostUrl) {

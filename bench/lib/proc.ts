@@ -45,8 +45,8 @@ export function cpuMicros(pids: readonly number[]): number {
   return (ticks * 1e6) / CLK_TCK;
 }
 
-/** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM, ...) in bytes; undefined when unreadable. */
-export function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number | undefined {
+/** A `kB` field of /proc/<pid>/status (VmRSS, VmHWM, RssAnon, ...) in bytes; undefined when unreadable. */
+export function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon'): number | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
@@ -56,10 +56,76 @@ export function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number | und
   }
 }
 
-export function sumStatus(pids: readonly number[], field: 'VmRSS' | 'VmHWM'): number {
+export function sumStatus(pids: readonly number[], field: 'VmRSS' | 'VmHWM' | 'RssAnon'): number {
   let total = 0;
   for (const pid of pids) total += statusBytes(pid, field) ?? 0;
   return total;
+}
+
+/**
+ * Memory only this process pays for. `rssAnon` (/proc/<pid>/status RssAnon: heap, stacks, V8's
+ * spaces, native buffers) is what grows with the work done; `uss` (/proc/<pid>/smaps_rollup
+ * Private_Clean + Private_Dirty) also counts file pages no other process maps, so it includes the
+ * node binary's resident pages whenever this is the only node process on the machine. File-backed
+ * pages shared between processes (the binary on a node running many pods) are in neither.
+ */
+export interface PrivateMemory {
+  rssAnon: number;
+  uss: number;
+}
+
+/** Parses the `kB` fields of a /proc status or smaps_rollup text. */
+export function kbFields(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of text.matchAll(/^(\w+):\s+(\d+) kB$/gm)) out.set(m[1]!, Number(m[2]) * 1024);
+  return out;
+}
+
+/** RssAnon and USS of one process, bytes; undefined once it is gone. */
+export function privateMemory(pid: number): PrivateMemory | undefined {
+  try {
+    const status = kbFields(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const rollup = kbFields(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'));
+    return { rssAnon: status.get('RssAnon') ?? 0, uss: (rollup.get('Private_Clean') ?? 0) + (rollup.get('Private_Dirty') ?? 0) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Summed private memory of several processes (nginx: master + workers). */
+export function sumPrivate(pids: readonly number[]): PrivateMemory | undefined {
+  let found = false;
+  const total = { rssAnon: 0, uss: 0 };
+  for (const pid of pids) {
+    const p = privateMemory(pid);
+    if (!p) continue;
+    found = true;
+    total.rssAnon += p.rssAnon;
+    total.uss += p.uss;
+  }
+  return found ? total : undefined;
+}
+
+/**
+ * Samples private memory of `pids` every `intervalMs` until `stop()`, keeping the highest of
+ * each figure (the kernel keeps a high-water mark only for the whole RSS, VmHWM).
+ */
+export function privatePeakSampler(pids: readonly number[], intervalMs = 100): { stop(): PrivateMemory | undefined } {
+  let peak: PrivateMemory | undefined;
+  const sample = () => {
+    const p = sumPrivate(pids);
+    if (!p) return;
+    peak = peak ? { rssAnon: Math.max(peak.rssAnon, p.rssAnon), uss: Math.max(peak.uss, p.uss) } : p;
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
 }
 
 /** Direct children of a process (e.g. nginx's workers), from /proc/<pid>/task/<tid>/children. */

@@ -20,6 +20,8 @@ export const credentialHeaders = { authorization: `Bearer ${process.env.TOKEN}`,
 
 /** Listens on a free loopback port and prints the line the benchmark waits for. */
 export function listenAndAnnounce(server) {
+  // Exit normally on SIGTERM (the default is death by signal), so `--cpu-prof` writes its profile.
+  process.once('SIGTERM', () => process.exit(0));
   server.listen(0, '127.0.0.1', () => {
     process.stdout.write(JSON.stringify({ proxy: 'ready', port: server.address().port }) + '\n');
   });

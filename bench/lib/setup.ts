@@ -215,15 +215,20 @@ export interface SidecarProc extends ProxyProc {
 
 export type Engine = 'undici' | 'http-proxy';
 
-/** b2b-sidecar from dist/ with every safety feature on, configured by a generated YAML. */
-export async function startSidecar(dir: string, up: Upstream, caFile: string, engine: Engine, label = `sidecar-${engine}`): Promise<SidecarProc> {
+/**
+ * b2b-sidecar from dist/ with every safety feature on, configured by a generated YAML; `proxy`
+ * adds keys to its `proxy:` section (the POST benchmark sets `replayBodyLimitBytes: 0`).
+ */
+export async function startSidecar(
+  dir: string, up: Upstream, caFile: string, engine: Engine, label = `sidecar-${engine}`, proxy: Record<string, unknown> = {},
+): Promise<SidecarProc> {
   mkdirSync(dir, { recursive: true });
   const config = {
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     service: { baseUrl: up.url, caFile },
     credentials: { apiKey: API_KEY, password: PASSWORD },
-    proxy: { engine },
+    proxy: { ...proxy, engine },
     guard: { allow: ['127.0.0.1/32', '::1/128'] },
     log: { level: 'info', requests: false },
     shutdown: { delaySeconds: 0, timeoutSeconds: 1 },
@@ -242,6 +247,18 @@ export async function startSidecar(dir: string, up: Upstream, caFile: string, en
     name: label, pids: [proc.pid], port, adminPort, procs: [proc], stop: () => proc.stop(),
     readyMs: readyAt - proc.spawnedAt, tokenRttMs,
   };
+}
+
+/**
+ * Wall time of `node -e 0` on the proxy's CPU, in the proxies' environment, spawned the way the
+ * sidecar is (through taskset when pinning): the start-up floor any Node process pays.
+ */
+export async function nodeStartFloorMs(): Promise<number> {
+  const proc = spawnManaged('node-e-0', process.execPath, ['-e', '0'], { cpu: PROXY_CPU, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
+  const code = await proc.exited;
+  const ms = performance.now() - proc.spawnedAt;
+  if (code !== 0) throw new Error(`node -e 0 exited with ${String(code)}`);
+  return ms;
 }
 
 const pollAgent = new HttpAgent({ keepAlive: true, maxSockets: 1 });

@@ -1,0 +1,131 @@
+/**
+ * Where the sidecar's memory goes (issue 14): a sidecar from dist/ on the proxy CPU, with a probe
+ * preloaded through `--import` (a Node option, not a V8 flag, so Node keeps its code cache) that
+ * prints `process.memoryUsage()` and V8's heap spaces on SIGUSR2. Sampled after start, after
+ * `--idle-seconds` idle (10 requests first), and at the end of a 50-connection GET load and of a
+ * 50-connection POST 4 KiB load; each
+ * sample also splits /proc/PID/smaps into kinds of mapping (Rss and private bytes each).
+ *
+ *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runLoad } from './lib/load.js';
+import { kbFields, MB } from './lib/proc.js';
+import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, sidecarCli, sleep, startUpstream, touch } from './lib/setup.js';
+import { pinSelf, PROXY_CPU, spawnManaged, stopAll, type Managed } from './lib/spawn.js';
+import { stringify } from 'yaml';
+
+const args = process.argv.slice(2);
+const arg = (name: string, def: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 && args[i + 1] ? args[i + 1]! : def;
+};
+const engine = arg('--engine', 'undici');
+const idleSeconds = Number(arg('--idle-seconds', '30'));
+const loadSeconds = Number(arg('--seconds', '5'));
+const bare = args.includes('--bare');
+setDistDir(arg('--dist', join(ROOT, 'dist')));
+
+const PROBE = `
+import v8 from 'node:v8';
+process.on('SIGUSR2', () => {
+  const m = process.memoryUsage();
+  const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }]));
+  process.stderr.write('MEMPROBE ' + JSON.stringify({ ...m, spaces }) + '\\n');
+});
+`;
+
+/** Groups /proc/PID/smaps by kind of mapping: Rss and private (clean + dirty) bytes each. */
+function smapsByKind(pid: number): Map<string, { rss: number; priv: number }> {
+  const out = new Map<string, { rss: number; priv: number }>();
+  const text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  const blocks = text.split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
+  for (const block of blocks) {
+    const head = block.slice(0, block.indexOf('\n'));
+    const parts = head.trim().split(/\s+/);
+    const perms = parts[1] ?? '';
+    const path = parts.slice(5).join(' ');
+    const kind = path === '' ? (perms.includes('x') ? 'anonymous, executable (V8 code space, wasm)' : 'anonymous (V8 heap, malloc arenas, buffers)')
+      : path === '[heap]' ? '[heap] (malloc brk)'
+        : path.startsWith('[stack') ? '[stack]'
+          : path === process.execPath || path.endsWith('/node') ? 'node binary (file-backed)'
+            : path.startsWith('[') ? path : 'other files (libc, libstdc++, ICU data, ...)';
+    const f = kbFields(block);
+    const cur = out.get(kind) ?? { rss: 0, priv: 0 };
+    cur.rss += f.get('Rss') ?? 0;
+    cur.priv += (f.get('Private_Clean') ?? 0) + (f.get('Private_Dirty') ?? 0);
+    out.set(kind, cur);
+  }
+  return out;
+}
+
+async function sample(proc: Managed, label: string): Promise<void> {
+  const before = proc.lines.length;
+  process.kill(proc.pid, 'SIGUSR2');
+  const line = await proc.waitForLine((l) => l.startsWith('MEMPROBE ') && proc.lines.indexOf(l) >= before, 5000);
+  const m = JSON.parse(line.slice('MEMPROBE '.length)) as Record<string, number> & { spaces: Record<string, { size: number; used: number }> };
+  const status = kbFields(readFileSync(`/proc/${proc.pid}/status`, 'utf8'));
+  const f = (n: number | undefined) => ((n ?? 0) / MB).toFixed(1).padStart(7);
+  process.stdout.write(`\n## ${label}\nVmRSS ${f(status.get('VmRSS'))} MB  RssAnon ${f(status.get('RssAnon'))}  RssFile ${f(status.get('RssFile'))}  VmHWM ${f(status.get('VmHWM'))}\n`);
+  process.stdout.write(`JS: rss ${f(m['rss'])}  heapTotal ${f(m['heapTotal'])}  heapUsed ${f(m['heapUsed'])}  external ${f(m['external'])}  arrayBuffers ${f(m['arrayBuffers'])}\n`);
+  process.stdout.write('V8 spaces (size / used MB): ' + Object.entries(m.spaces).filter(([, s]) => s.size > 0)
+    .map(([n, s]) => `${n} ${(s.size / MB).toFixed(1)}/${(s.used / MB).toFixed(1)}`).join(', ') + '\n');
+  for (const [kind, v] of [...smapsByKind(proc.pid)].sort((a, b) => b[1].rss - a[1].rss)) {
+    if (v.rss >= 0.05 * MB) process.stdout.write(`  ${f(v.rss)} MB rss ${f(v.priv)} MB private  ${kind}\n`);
+  }
+}
+
+async function main() {
+  pinSelf();
+  const work = mkdtempSync(join(tmpdir(), 'b2b-mem-'));
+  try {
+    const { caFile, caPem } = await prepareTls(join(work, 'tls'));
+    const up = await startUpstream(join(work, 'tls'), caPem, 900);
+    const probe = join(work, 'probe.mjs');
+    writeFileSync(probe, PROBE);
+    let proc: Managed;
+    let port: number;
+    if (bare) {
+      await up.control.setTtl(86_400);
+      const token = await up.control.gentoken();
+      const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: token, API_KEY });
+      proc = spawnManaged('bare-undici', process.execPath, ['--import', probe, join(ROOT, 'bench', 'bare-undici.mjs')], { cpu: PROXY_CPU, env, cwd: ROOT });
+      port = (JSON.parse(await proc.waitForLine((l) => l.includes('"proxy":"ready"'), 15_000)) as { port: number }).port;
+    } else {
+      const file = join(work, 'sidecar.yaml');
+      writeFileSync(file, stringify({
+        listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 },
+        service: { baseUrl: up.url, caFile }, credentials: { apiKey: API_KEY, password: PASSWORD },
+        proxy: { engine, ...(args.includes('--replay-off') ? { replayBodyLimitBytes: 0 } : {}) }, guard: { allow: ['127.0.0.1/32', '::1/128'] }, log: { level: 'info', requests: false },
+        shutdown: { delaySeconds: 0, timeoutSeconds: 1 },
+      }), { mode: 0o600 });
+      proc = spawnManaged('sidecar', process.execPath, ['--import', probe, sidecarCli(), 'run', '--config', file],
+        { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
+      const started = JSON.parse(await proc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string };
+      await proc.waitForLine((l) => l.includes('"token obtained"'), 20_000);
+      port = Number(started.listen.split(':').pop());
+    }
+    process.stdout.write(`# memory of ${bare ? 'the bare undici floor' : `b2b-sidecar, engine ${engine}`} (pid ${proc.pid})\n`);
+    await sleep(500);
+    await sample(proc, 'ready');
+    await touch(port, '/pub/b2b/v1/json1k', 10);
+    await sleep(idleSeconds * 1000);
+    await sample(proc, `after 10 requests and ${idleSeconds} s idle`);
+    await runLoad({ url: `http://127.0.0.1:${port}/pub/b2b/v1/json1k`, connections: 50, seconds: loadSeconds }, work);
+    await sample(proc, `right after ${loadSeconds} s of GET at 50 connections`);
+    await runLoad({ url: `http://127.0.0.1:${port}/pub/b2b/v1/echo`, method: 'POST', bodyBytes: 4096, connections: 50, seconds: loadSeconds }, work);
+    await sample(proc, `right after ${loadSeconds} s of POST 4 KiB at 50 connections (as in the benchmark)`);
+    await proc.stop();
+  } finally {
+    await stopAll();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().catch(async (err: unknown) => {
+  process.stderr.write(`memory failed: ${(err as Error).stack ?? String(err)}\n`);
+  await stopAll();
+  process.exitCode = 1;
+});
