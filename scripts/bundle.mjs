@@ -5,12 +5,12 @@ import { build } from 'esbuild';
 import { rm, writeFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
-import { ConfigSchema } from '../dist/config/schema.js';
+import * as schemaModule from '../dist/config/schema.js';
 import { AJV_OPTIONS, addAnnotationKeywords } from '../dist/config/validate-config.js';
 
 // The config validator as standalone code, so `run` does not compile the schema at start-up.
 const ajv = addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, code: { source: true } }));
-const validatorCode = standaloneCode.default(ajv, ajv.compile(ConfigSchema));
+const validatorCode = standaloneCode.default(ajv, ajv.compile(schemaModule.ConfigSchema));
 await writeFile('dist/config-validator.cjs', validatorCode);
 
 
@@ -23,6 +23,31 @@ const undiciWithoutHttp2 = {
     build.onResolve({ filter: /^node:http2$/ }, (args) =>
       args.importer.includes('/node_modules/undici/') ? { path: 'http2-unused', namespace: 'b2b-stub' } : undefined);
     build.onLoad({ filter: /.*/, namespace: 'b2b-stub' }, () => ({ contents: 'module.exports = { constants: {} };', loader: 'js' }));
+  },
+};
+
+// prom-client requires @opentelemetry/api (~93 KB) at load for exemplars of its process CPU counter;
+// the sidecar never enables exemplars, so the bundle gets an empty module (lib/metrics/processCpuTotal.js
+// reads it only when `enableExemplars` is set).
+const unusedOtel = {
+  name: 'prom-client-without-opentelemetry',
+  setup(build) {
+    build.onResolve({ filter: /^@opentelemetry\/api$/ }, (args) =>
+      args.importer.includes('/node_modules/prom-client/') ? { path: 'otel-unused', namespace: 'b2b-stub' } : undefined);
+  },
+};
+
+// The config schema as plain JSON in the bundle: TypeBox only builds it (~180 KB of library code at
+// start-up), and every runtime reader (defaults, env names, redaction, the prebuilt validator) sees
+// a plain JSON Schema. TypeBox's symbol keys are not read at run time; test/e2e/module-footprint.test.ts
+// checks that typebox stays out of `run`, and the config tests run on the built CLI too.
+const frozenSchema = {
+  name: 'config-schema-as-json',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]schema\.js$/ }, () => ({
+      contents: Object.entries(schemaModule).map(([name, value]) => `export const ${name} = ${JSON.stringify(value)};`).join('\n'),
+      loader: 'js',
+    }));
   },
 };
 
@@ -42,7 +67,7 @@ await build({
   keepNames: false,
   sourcemap: true,
   logLevel: 'error',
-  plugins: [undiciWithoutHttp2],
+  plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema],
   // CommonJS dependencies call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __b2bRequire } from 'node:module'; const require = __b2bRequire(import.meta.url);" },
 });

@@ -142,7 +142,8 @@ export class ReplayTee extends Readable {
   readonly #onEnd = (): void => {
     this.#ended = true;
     if (!this.#detached) this.push(null);
-    if (this.#chunks) this.#settle(this.#whole());
+    // Joined only for a replay that waits for it: most bodies are never sent twice.
+    if (this.#chunks && this.#waiters.length > 0) this.#settle(this.#whole());
   };
 
   readonly #onClose = (): void => {
