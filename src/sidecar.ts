@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { Logger } from 'winston';
+import type { Logger } from './observability/logger.js';
 import { ListenError } from './config/listen-error.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';

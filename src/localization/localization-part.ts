@@ -4,7 +4,7 @@
  * upstream/, proxy/.
  */
 import type { Registry } from 'prom-client';
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.js';
 import type { Clock } from '../shared/clock.js';
 import type { LocalizationConfig } from '../config/schema.js';

@@ -6,7 +6,7 @@ import { LocalizationError, LocalizationRateLimitedError } from './localization-
 import { formatTranslationRef, type TranslationRef } from '../config/translation-ref.js';
 import { lastChangeEpochSeconds, type Translation } from './translation-schema.js';
 
-/** The part of a winston logger the exporter uses. */
+/** The part of the process logger the exporter uses. */
 export interface ExporterLogger {
   warn(message: string, meta?: Record<string, unknown>): unknown;
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from 'prom-client';
-import type winston from 'winston';
+import type { Logger } from './logger.js';
 import { sendJsonBody, sendText } from '../shared/send-json.js';
 
 export interface AdminOptions {
@@ -12,7 +12,7 @@ export interface AdminOptions {
   allow: (peer: string | undefined) => boolean;
   /** When given, `POST /shutdown` starts the graceful drain (`admin.allowShutdown`); otherwise it is 404. */
   onShutdown?: () => void;
-  logger: winston.Logger;
+  logger: Logger;
 }
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;

@@ -1,9 +1,7 @@
 import type { Writable } from 'node:stream';
-import winston from 'winston';
+import { format } from 'node:util';
 import type { SecretSet } from '../shared/secrets.js';
 
-const LEVEL = Symbol.for('level');
-const MESSAGE = Symbol.for('message');
 const REDACTED = '[REDACTED]';
 /** Deeper structures are cut: a log line is not a heap dump, and cycles must not hang the logger. */
 const MAX_DEPTH = 8;
@@ -31,47 +29,68 @@ export interface LoggerOptions {
   stream?: Writable;
 }
 
+/** A level's method: a message (printf-style `%s`/`%O` arguments allowed) or an Error, then fields. */
+export type LogMethod = (message: string | Error, ...args: unknown[]) => void;
+
+/** The process logger every part receives. */
+export interface Logger {
+  readonly level: string;
+  error: LogMethod;
+  warn: LogMethod;
+  info: LogMethod;
+  debug: LogMethod;
+}
+
+const LEVELS: Readonly<Record<string, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
+/** printf-style placeholders util.format consumes (`%%` is a literal percent sign). */
+const PLACEHOLDER = /%[sdifjoOc]/g;
+
 /**
  * The process logger: one JSON object per line with `level`, `message`, `time` (ISO) and the
- * fields. `errors` runs first so Error objects keep their stack, `splat` second so `%O`
- * arguments are already part of the message when redaction sees it (PITFALLS 27).
+ * fields. An Error as the message keeps its stack; `%s`/`%O` arguments are formatted into the
+ * message before redaction sees it (PITFALLS 27). Our own ~60 lines instead of winston, which with
+ * its formats and streams was the largest library on the start path (issue 14); the line format
+ * is the one winston wrote. Writes go straight to the stream; `run` ends by setting
+ * `process.exitCode`, never `process.exit()`, so queued lines reach a piped stdout (PITFALLS 28).
  */
-export function createLogger({ level, secrets, stream = process.stdout }: LoggerOptions): winston.Logger {
-  return winston.createLogger({
-    level,
-    format: winston.format.combine(
-      winston.format.errors({ stack: true }),
-      winston.format.splat(),
-      redactingJson(secrets)(),
-    ),
-    transports: [new winston.transports.Stream({ stream, eol: '\n' })],
-  });
+export function createLogger({ level, secrets, stream = process.stdout }: LoggerOptions): Logger {
+  const threshold = LEVELS[level] ?? LEVELS.info!;
+  const method = (name: string): LogMethod => {
+    if (LEVELS[name]! > threshold) return () => undefined;
+    return (message, ...args) => stream.write(`${secrets.redact(JSON.stringify(record(name, message, args)))}\n`);
+  };
+  return { level, error: method('error'), warn: method('warn'), info: method('info'), debug: method('debug') };
 }
 
 /**
- * Builds a fresh record (never touching the caller's objects, which winston may hand us
- * as-is), blanks sensitive keys at any depth, serialises it and then scrubs known secret values
- * from the text, which also covers secrets inside messages, stacks and formatted arguments.
+ * Builds a fresh record (never touching the caller's objects), blanks sensitive keys at any
+ * depth; the caller then scrubs known secret values from the serialised text, which also covers
+ * secrets inside messages, stacks and formatted arguments.
  */
-function redactingJson(secrets: SecretSet) {
-  return winston.format((info) => {
-    const record: Record<string, unknown> = {
-      level: info.level,
-      message: copy(info.message, 0, new WeakSet()),
-      time: new Date().toISOString(),
-    };
-    const seen = new WeakSet<object>([info]);
-    for (const key of Object.keys(info)) {
-      if (key === 'level' || key === 'message' || key === 'time') continue;
-      record[key] = isSensitiveKey(key) ? REDACTED : copy(info[key], 1, seen);
+function record(level: string, message: string | Error, args: unknown[]): Record<string, unknown> {
+  const out: Record<string, unknown> = { level, message: '', time: new Date().toISOString() };
+  const seen = new WeakSet<object>();
+  let fields: unknown[] = args;
+  if (message instanceof Error) {
+    const error = copy(message, 0, seen) as Record<string, unknown>;
+    out.message = message.message;
+    for (const [key, value] of Object.entries(error)) if (key !== 'message' && key !== 'name') out[key] = value;
+  } else {
+    const text = String(message);
+    const wanted = text.match(PLACEHOLDER)?.length ?? 0;
+    out.message = wanted > 0 ? format(text, ...args.slice(0, wanted)) : text;
+    fields = args.slice(wanted);
+  }
+  // Objects after the message (and its placeholders' arguments) are fields of the line, as winston's splat made them.
+  for (const extra of fields) {
+    if (!extra || typeof extra !== 'object') continue;
+    for (const [key, value] of Object.entries(extra)) {
+      if (key === 'level' || key === 'time') continue;
+      if (key === 'message' && out.message !== '') continue;
+      out[key] = isSensitiveKey(key) ? REDACTED : copy(value, 1, seen);
     }
-    return {
-      level: info.level,
-      message: '',
-      [LEVEL]: info[LEVEL] ?? info.level,
-      [MESSAGE]: secrets.redact(JSON.stringify(record)),
-    };
-  });
+  }
+  return out;
 }
 
 /** JSON-safe deep copy with key redaction; Errors keep name, message and stack. */

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js';
 import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';

@@ -4,7 +4,7 @@
  * May import: shared/, observability/, upstream/, and token/ only through the token manager.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import { rewriteCookie, rewriteQuery } from './attach.js';
 import type { Clock } from '../shared/clock.js';
 import type { CredentialSource, RouteCredentials } from './route-credentials.js';

@@ -4,7 +4,7 @@
  * that attaches the token. It owns what issue 2 describes; sidecar.ts only wires parts together.
  * May import: shared, config, observability, upstream, token, proxy.
  */
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import type { Config } from '../config/schema.js';
 import type { Metrics } from '../observability/metrics.js';
 import { compileAttachments, type CompiledAttachments } from '../proxy/attach.js';

@@ -1,4 +1,3 @@
-import type { Logger } from 'winston';
 import { StoppedDuringStartError } from './errors.js';
 
 /**
@@ -8,13 +7,18 @@ import { StoppedDuringStartError } from './errors.js';
  * makes the next `started()` throw {@link StoppedDuringStartError}, so start-up unwinds instead
  * of being overtaken by it.
  */
+/** Where a failing stop is reported (the process logger; shared/ does not import it). */
+interface StopWarnings {
+  warn(message: string, fields: Record<string, unknown>): void;
+}
+
 export class RunGroup {
   readonly #stops: Array<() => Promise<void> | void> = [];
-  readonly #logger: Logger;
+  readonly #logger: StopWarnings;
   #stopRequested = false;
   #stopped: Promise<void> | undefined;
 
-  constructor(logger: Logger) {
+  constructor(logger: StopWarnings) {
     this.#logger = logger;
   }
 

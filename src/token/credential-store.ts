@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import { credentialFileProblem, credentialFromFile, credentialValueProblem } from '../config/credential-content.js';
 import { ConfigError } from '../shared/errors.js';
 import type { Config } from '../config/schema.js';

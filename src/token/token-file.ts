@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import { fingerprint } from '../shared/secrets.js';
 
 /** Writes the current token to `token.file` for tools that read it instead of using the proxy. */

@@ -3,7 +3,7 @@
  * manager (schedule, backoff, single flight, invalidation), the token file.
  * May import: shared/, config/, observability/, upstream/.
  */
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import { createBackoff, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
 import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';
 import type { CredentialStore } from './credential-store.js';

@@ -4,7 +4,7 @@
  * marks and the keep-alive learner. May import: shared/, observability/.
  */
 import type { Readable } from 'node:stream';
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import type { UpstreamBody } from './upstream-body.js';
 

@@ -1,4 +1,4 @@
-import type { Logger } from 'winston';
+import type { Logger } from '../observability/logger.js';
 
 /** A reset after less idle time than this is not an idle timeout (e.g. a per-connection request cap). */
 const MIN_LEARNED_IDLE_MS = 200;

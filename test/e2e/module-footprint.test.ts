@@ -33,7 +33,7 @@ describe('module footprint of `run`', () => {
     assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
     assert.equal(out.http2, false, 'node:http2 was loaded');
     // Whatever the bundle still requires from node_modules at run time shows up here...
-    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js', '@opentelemetry/api/', '@sinclair/typebox/'];
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/'];
     for (const name of unwanted) {
       assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
     }

@@ -1,10 +1,10 @@
 import { Writable } from 'node:stream';
-import type winston from 'winston';
+import type { Logger } from '../../src/observability/logger.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { SecretSet } from '../../src/shared/secrets.js';
 
 export interface CapturedLogger {
-  logger: winston.Logger;
+  logger: Logger;
   /** The secret set the logger scrubs; add secrets to it in the test. */
   secrets: SecretSet;
   /** Every line written so far, parsed. */

@@ -1,8 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
-import winston from 'winston';
+import type { Logger } from '../../src/observability/logger.js';
 import { testTls } from './tls.js';
 
 /** One request the server received, recorded before it is answered. */
@@ -89,19 +88,17 @@ export async function startGentokenServer(
   return api;
 }
 
-/** A winston JSON logger whose lines are kept in memory, deliberately without redaction. */
-export function captureLogger(): { logger: winston.Logger; lines: string[]; text(): string } {
+/**
+ * A JSON-lines logger whose lines are kept in memory, deliberately without any redaction (no key
+ * blanking, no secret scrubbing): a test that finds no secret here proves the code never handed
+ * one to its logger.
+ */
+export function captureLogger(): { logger: Logger; lines: string[]; text(): string } {
   const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean));
-      cb();
-    },
-  });
-  const logger = winston.createLogger({
-    level: 'debug',
-    format: winston.format.json(),
-    transports: [new winston.transports.Stream({ stream })],
-  });
+  const method = (level: string) => (message: string | Error, ...args: unknown[]) => {
+    const fields = Object.assign({}, ...args.filter((a) => a && typeof a === 'object'));
+    lines.push(JSON.stringify({ level, message: message instanceof Error ? message.message : message, ...(message instanceof Error ? { stack: message.stack } : {}), ...fields }));
+  };
+  const logger: Logger = { level: 'debug', error: method('error'), warn: method('warn'), info: method('info'), debug: method('debug') };
   return { logger, lines, text: () => lines.join('\n') };
 }
