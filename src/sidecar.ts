@@ -107,6 +107,9 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     if (l10n) {
       // Loaded only when configured: the localization schema and poller cost start-up time.
       const { startLocalizationPart } = await import('./localization/localization-part.js');
+      // A signal during the import (the first start of a process reads the module from disk):
+      // give up before making the part.
+      group.alive();
       localization = await group.started(
         startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions, serviceAttachments: part.attachments, registry, clock, logger, secrets }),
         (l) => l.stop(),

@@ -51,7 +51,11 @@ export async function startLocalizationPart(
     secrets: deps.secrets,
     onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }),
   });
-  const engine = await createProxyEngine(deps.engine, { ...deps.engineOptions, baseUrl: new URL(cfg.baseUrl), ca: described.ca, headersTimeoutMs: cfg.timeoutMs });
+  const engine = await createProxyEngine(deps.engine, { ...deps.engineOptions, baseUrl: new URL(cfg.baseUrl), ca: described.ca, headersTimeoutMs: cfg.timeoutMs })
+    .catch((err: unknown) => {
+      described.close(); // its token-file watcher must not outlive a part that never started
+      throw err;
+    });
   const client = cfg.watch.length > 0
     ? createLocalizationClient({ baseUrl: cfg.baseUrl, ca: described.ca, token: () => described.authorizationHeader()?.slice('Token '.length), timeoutMs: cfg.timeoutMs, allowInsecureHttp: cfg.allowInsecureHttp })
     : undefined;

@@ -42,8 +42,8 @@ export interface Logger {
 }
 
 const LEVELS: Readonly<Record<string, number>> = { error: 0, warn: 1, info: 2, debug: 3 };
-/** printf-style placeholders util.format consumes (`%%` is a literal percent sign). */
-const PLACEHOLDER = /%[sdifjoOc]/g;
+/** printf-style placeholders util.format consumes; `%%` (a literal percent sign) consumes none. */
+const PLACEHOLDER = /%[sdifjoOc%]/g;
 
 /**
  * The process logger: one JSON object per line with `level`, `message`, `time` (ISO) and the
@@ -74,19 +74,31 @@ function record(level: string, message: string | Error, args: unknown[]): Record
   if (message instanceof Error) {
     const error = copy(message, 0, seen) as Record<string, unknown>;
     out.message = message.message;
-    for (const [key, value] of Object.entries(error)) if (key !== 'message' && key !== 'name') out[key] = value;
+    // Its stack, code and cause become fields; the line's own level and time stay the line's.
+    for (const [key, value] of Object.entries(error)) {
+      if (key !== 'message' && key !== 'name' && key !== 'level' && key !== 'time') out[key] = value;
+    }
   } else {
     const text = String(message);
-    const wanted = text.match(PLACEHOLDER)?.length ?? 0;
+    const wanted = (text.match(PLACEHOLDER) ?? []).filter((p) => p !== '%%').length;
     out.message = wanted > 0 ? format(text, ...args.slice(0, wanted)) : text;
     fields = args.slice(wanted);
   }
   // Objects after the message (and its placeholders' arguments) are fields of the line, as winston's splat made them.
   for (const extra of fields) {
     if (!extra || typeof extra !== 'object') continue;
+    // An Error after the message is kept whole (message, stack, cause) under `err`.
+    if (extra instanceof Error) {
+      out.err = copy(extra, 1, seen);
+      continue;
+    }
     for (const [key, value] of Object.entries(extra)) {
       if (key === 'level' || key === 'time') continue;
-      if (key === 'message' && out.message !== '') continue;
+      if (key === 'message') {
+        // Appended, as winston did, rather than lost.
+        if (typeof value === 'string' && value !== '') out.message = out.message === '' ? value : `${out.message} ${value}`;
+        continue;
+      }
       out[key] = isSensitiveKey(key) ? REDACTED : copy(value, 1, seen);
     }
   }

@@ -22,9 +22,13 @@ export class RunGroup {
     this.#logger = logger;
   }
 
-  /** Waits for `part`, registers its stop, then gives up if a stop was requested meanwhile. */
+  /**
+   * Waits for `part`, registers its stop, then gives up if a stop was requested meanwhile. A part
+   * already being made is always awaited and registered first, so a stop that lands while it is
+   * made still stops it (checking before would leave it running). To avoid making a part at all
+   * once a stop was requested, call `alive()` before making it.
+   */
   async started<T>(part: T | Promise<T>, stop: (part: T) => Promise<void> | void): Promise<T> {
-    this.alive();
     const value = await part;
     this.#stops.push(() => stop(value));
     this.alive();

@@ -101,3 +101,34 @@ describe('createLogger', () => {
     assert.deepEqual(lines()[0]!.a, { n: '1', self: '[Circular]' });
   });
 });
+
+describe('createLogger, the cases winston handled its own way', () => {
+  it('keeps a literal %% from pulling the fields into the message unredacted', () => {
+    const { logger, lines } = createCaptureLogger();
+    logger.info('50%%s done', { password: 'hunter2xx', ok: 1 });
+    const line = lines()[0]!;
+    assert.equal(line.message, '50%%s done');
+    assert.equal(line.password, '[REDACTED]');
+    assert.equal(line.ok, 1);
+  });
+
+  it('keeps the line\'s own level and time when an Error given as the message has such properties', () => {
+    const { logger, lines } = createCaptureLogger();
+    logger.error(Object.assign(new Error('boom'), { level: 'x', time: 'y', code: 'E_BOOM' }));
+    const line = lines()[0]!;
+    assert.equal(line.level, 'error');
+    assert.notEqual(line.time, 'y');
+    assert.equal(line.code, 'E_BOOM');
+  });
+
+  it('keeps an Error given after the message, and a field named message', () => {
+    const { logger, lines } = createCaptureLogger();
+    logger.error('request failed', new Error('socket hang up'));
+    logger.warn('first', { message: 'second' });
+    const [withError, withMessage] = lines() as Array<Record<string, any>>;
+    assert.equal(withError!.message, 'request failed');
+    assert.equal(withError!.err.message, 'socket hang up');
+    assert.match(withError!.err.stack, /\n\s+at /);
+    assert.equal(withMessage!.message, 'first second');
+  });
+});
