@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
-import { checkServerIdentity, connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { clampDelay } from '../shared/clock.js';
 import { trustContext } from '../shared/tls.js';
 import type { DoctorStep } from './doctor-report.js';
@@ -71,14 +71,12 @@ export async function checkConnection(o: ConnectCheckOptions): Promise<DoctorSte
   if ('error' in handshake) {
     return fail(`${tcp}; TLS handshake failed (${handshake.error})`, 'the port may not speak TLS (an http:// port?) or a middlebox interferes: check the scheme and port of service.baseUrl');
   }
-  const { tls, cert } = handshake;
-  tls.destroy();
   const roots = o.caFile ? `system roots + service.caFile ${o.caFile}` : 'system roots';
-  if (!tls.authorized) {
-    const code = String(tls.authorizationError);
-    const issuer = describeName(cert.issuer);
+  if ('chainError' in handshake) {
+    const { chainError: code, cert } = handshake;
+    const issuer = describeName(cert?.issuer);
     if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') {
-      return fail(`${tcp}; certificate chain invalid (${code}: valid ${cert.valid_from} to ${cert.valid_to})`,
+      return fail(`${tcp}; certificate chain invalid (${code}: valid ${cert?.valid_from ?? '?'} to ${cert?.valid_to ?? '?'})`,
         'the service must renew its certificate (tell the support team), or this machine\'s clock is wrong');
     }
     if (UNTRUSTED.has(code)) {
@@ -89,6 +87,7 @@ export async function checkConnection(o: ConnectCheckOptions): Promise<DoctorSte
     }
     return fail(`${tcp}; certificate rejected (${code})`, 'ask the support team which CA signs the service\'s certificate; set service.caFile to it');
   }
+  const { cert } = handshake;
   const mismatch = checkServerIdentity(host, cert);
   if (mismatch) {
     const names = certificateNames(cert);
@@ -117,33 +116,46 @@ function connectTcp(address: string, port: number, timeoutMs: number): Promise<{
 }
 
 /**
- * The handshake on the open socket, judging nothing itself: `authorized` then tells the chain
- * verdict and the name is checked afterwards, so a bad chain and a wrong name are told apart.
+ * The handshake on the open socket, with the chain verified as production verifies it (system
+ * roots + caFile, rejectUnauthorized). The name is checked by the caller with Node's own
+ * `checkServerIdentity`, so a bad chain and a wrong name are told apart. The peer certificate
+ * is read when it arrives (the OCSP status callback runs before verification), so a rejected
+ * chain can still name its issuer. Nothing is ever sent on this connection.
  */
-function handshakeTls(socket: Socket, host: string, ca: string[] | undefined, timeoutMs: number): Promise<{ tls: TLSSocket; cert: PeerCertificate } | { error: string }> {
+function handshakeTls(socket: Socket, host: string, ca: string[] | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
   return new Promise((resolve) => {
     const secureContext = trustContext(ca);
-    const tls = tlsConnect({
+    let received: PeerCertificate | undefined;
+    // `requestOCSP` is passed on to the TLSSocket by connect() but missing from its option type.
+    const options: ConnectionOptions & { requestOCSP: boolean } = {
       socket,
       // SNI carries host names only (RFC 6066 §3).
       ...(isIP(host) ? {} : { servername: host }),
       ...(secureContext ? { secureContext } : {}),
       ALPNProtocols: ['http/1.1'],
-      rejectUnauthorized: false,
+      rejectUnauthorized: true,
+      // Called only once the chain is trusted; the name verdict is the caller's, reported apart.
       checkServerIdentity: () => undefined,
-    });
+      requestOCSP: true,
+    };
+    const tls = tlsConnect(options);
+    tls.once('OCSPResponse', () => void (received = tls.getPeerCertificate()));
     const timer = setTimeout(() => {
       tls.destroy();
       resolve({ error: `no handshake within ${timeoutMs} ms` });
     }, clampDelay(timeoutMs));
     tls.once('secureConnect', () => {
       clearTimeout(timer);
-      resolve({ tls, cert: tls.getPeerCertificate() });
+      const cert = tls.getPeerCertificate();
+      tls.destroy();
+      resolve({ cert });
     });
     tls.once('error', (err) => {
       clearTimeout(timer);
       tls.destroy();
-      resolve({ error: codeOf(err) });
+      // A verification failure sets authorizationError before the socket is torn down.
+      const verdict = (tls as TLSSocket & { authorizationError?: Error | string }).authorizationError;
+      resolve(verdict ? { chainError: String(verdict), cert: received } : { error: codeOf(err) });
     });
   });
 }
