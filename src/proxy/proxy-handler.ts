@@ -189,7 +189,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     let upstream = await attempt(credentials);
     if (upstream.status === 401 && route.credentials.renewAfterUnauthorized) {
       metrics.upstreamUnauthorized();
-      upstream = await replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream' ? NOT_REPLAYABLE : undefined, async (renewed) => {
+      upstream = await replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream', async (renewed) => {
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) return undefined;
         body = again;
@@ -207,7 +207,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
    * when the body cannot be sent again (streamed, or its copy given up); the 401 is then passed back.
    */
   async function replayAfterUnauthorized(
-    route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: typeof NOT_REPLAYABLE | undefined,
+    route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean,
     resend: (renewed: RouteCredentials) => Promise<UpstreamResponse | undefined>,
   ): Promise<UpstreamResponse> {
     const renew = route.credentials.renewAfterUnauthorized!;

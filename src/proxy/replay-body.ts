@@ -73,11 +73,6 @@ export class ReplayTee extends Readable {
     this.on('error', ignore);
   }
 
-  /** Whether a replay is still possible (the copy has not been given up). */
-  get replayable(): boolean {
-    return this.#chunks !== undefined;
-  }
-
   /**
    * The whole body once the client has sent it, or undefined when it cannot be replayed (copy
    * given up, client gone). Stops feeding the current consumer: call it only once the upstream
