@@ -7,6 +7,7 @@
  *     [--rotation-seconds S] [--budget-seconds S]
  *     [--only direct,nginx,bare,bare-undici,sidecar-undici,sidecar-http-proxy,replay-on,replay-off]
  *     [--out FILE] [--strict] [--dist DIR (an alternative build of the sidecar, for experiments)]
+ *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's, for experiments)]
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -15,7 +16,7 @@ import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
 import { cpuMicros, machineTicks, MB, privateMemory, privatePeakSampler, statusBytes, sumStatus, type PrivateMemory } from './lib/proc.js';
 import { REPLAY_CONFIGS, runReplayRound, type ReplayConfig, type ReplaySample } from './lib/replay-post.js';
 import {
-  API_KEY, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, sidecarCli, startBare, startNginx, startSidecar, startUpstream,
+  API_KEY, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeOptions, sidecarCli, startBare, startNginx, startSidecar, startUpstream,
   touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
 } from './lib/setup.js';
 import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
@@ -86,6 +87,7 @@ function parseArgs(argv: string[]): Options {
       case '--out': o.out = next() ?? o.out; break;
       case '--strict': o.strict = true; break;
       case '--dist': setDistDir(next() ?? 'dist'); break;
+      case '--node-options': setNodeOptions(next() ?? ''); break;
       case '--only': {
         const names = (next() ?? '').split(',').filter(Boolean);
         const known: readonly string[] = [...CONFIGS, ...REPLAY_CONFIGS];

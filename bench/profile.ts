@@ -4,7 +4,7 @@
  * connections; prints the hottest functions (self and inclusive time), dist frames mapped back
  * to src/ through the source maps.
  *
- *   npm run build && node --import tsx bench/profile.ts [--engine undici|http-proxy] [--seconds S] [--connections N] [--path P] [--dist DIR] [--startup (profile start-up only)] [--keep (copy the profile to $TMPDIR/b2b-last.cpuprofile)]
+ *   npm run build && node --import tsx bench/profile.ts [--engine undici|http-proxy] [--seconds S] [--connections N] [--path P] [--dist DIR] [--node-options "..."] [--startup (profile start-up only)] [--keep (copy the profile to $TMPDIR/b2b-last.cpuprofile)]
  *     [--bare (profile the bare undici floor, bench/bare-undici.mjs, instead: what any Node proxy built this way pays)]
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { runLoad } from './lib/load.js';
 import { cpuMicros } from './lib/proc.js';
-import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, sidecarCli, startUpstream } from './lib/setup.js';
+import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, setNodeOptions, sidecarCli, startUpstream } from './lib/setup.js';
 import { pinSelf, PROXY_CPU, spawnManaged, stopAll, type Managed } from './lib/spawn.js';
 import { summarise } from './profile-summary.js';
 
@@ -28,6 +28,7 @@ const connections = Number(arg('--connections', '50'));
 const path = arg('--path', '/pub/b2b/v1/json1k');
 const bare = args.includes('--bare');
 setDistDir(arg('--dist', join(ROOT, 'dist')));
+if (args.includes('--node-options')) setNodeOptions(arg('--node-options', ''));
 
 async function main() {
   pinSelf();

@@ -187,8 +187,15 @@ export function proxyEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return env;
 }
 
+let nodeOptionsOverride: string | undefined;
+/** Experiments: run the sidecar with these NODE_OPTIONS instead of the Dockerfile's (bench `--node-options`). */
+export function setNodeOptions(options: string): void {
+  nodeOptionsOverride = options;
+}
+
 /** NODE_OPTIONS of the container image's runtime stage (the Dockerfile), so the sidecar runs as deployed. */
 export function deployedNodeOptions(): string {
+  if (nodeOptionsOverride !== undefined) return nodeOptionsOverride;
   const line = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENV NODE_OPTIONS='));
   return line ? line.slice('ENV NODE_OPTIONS='.length).trim() : '';
 }
