@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { tuneV8ForServing } from './shared/v8-tuning.js';
 import { EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, type CommandIo } from './commands/io.js';
 
 // Commands load lazily: `run` must not pay for the simulator's certificate library or the
@@ -16,23 +16,6 @@ const commands = {
   doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
   healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
-
-/**
- * V8 settings for a long-running proxy (bench/results/findings.md), applied once the command's
- * modules are loaded: after any V8 flag change Node rejects the code cache of its own built-in
- * modules, which then load ~3× slower. That happens for flags given on the command line or in
- * NODE_OPTIONS too, which is why these are not set there.
- * - `--liftoff-only`: undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's
- *   optimising tier recompiled that module in the background after the first requests: a ~35 MB
- *   resident-memory spike and ~9 MB kept, for no measurable gain per request. Wasm flags are read
- *   at compile time, i.e. at the first connection.
- * - `--semi-space-growth-factor=1`: the young generation keeps the size it reached at start-up
- *   instead of doubling up to 2 × 16 MB under load (the largest part of peak RSS at 50 connections).
- */
-function tuneV8ForServing(): void {
-  setFlagsFromString('--liftoff-only');
-  setFlagsFromString('--semi-space-growth-factor=1');
-}
 
 /**
  * The process entry: the only place that reads argv and the environment, installs signal

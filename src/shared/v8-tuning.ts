@@ -1,0 +1,63 @@
+import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+
+/**
+ * The young generation's ceiling while serving: two semi-spaces of 4 MB. V8's default lets it
+ * double up to 2 × 16 MB under load (+12 MB of peak RSS, findings 11 and 17); held at its start
+ * size (1 MB) it cost ~4 µs of scavenges per proxied request, about a tenth of the CPU (finding
+ * 23). At 8 MB a request's objects mostly die young and the scavenge share falls by a third.
+ */
+export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Old-space growth between full collections, as a percentage of what survived the last one.
+ * V8's own factor for a small heap let old space reach 2.5× its live size under POST load, which
+ * set the peak RSS (finding 21); 20 % (V8 still grows by at least a few MB at a time) took
+ * ~14 MB off the peak with no measurable CPU cost (finding 23).
+ */
+export const OLD_SPACE_GROWTH_PERCENT = 20;
+
+/**
+ * V8 settings for a long-running proxy (bench/results/findings.md), applied once the command's
+ * modules are loaded: after any V8 flag change Node rejects the code cache of its own built-in
+ * modules, which then load ~3× slower. That happens for flags given on the command line or in
+ * NODE_OPTIONS too, which is why these are not set there — and why the young generation is capped
+ * by watching it rather than with `--max-semi-space-size`, which V8 reads only at start.
+ * - `--liftoff-only`: undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's
+ *   optimising tier recompiled that module in the background after the first requests: a ~35 MB
+ *   resident-memory spike and ~9 MB kept, for no measurable gain per request. Wasm flags are read
+ *   at compile time, i.e. at the first connection.
+ * - `--heap-growing-percent`: read each time V8 sets the next full collection's threshold.
+ * - the young-generation cap: see capYoungGeneration.
+ */
+export function tuneV8ForServing(): void {
+  setFlagsFromString('--liftoff-only');
+  setFlagsFromString(`--heap-growing-percent=${OLD_SPACE_GROWTH_PERCENT}`);
+  capYoungGeneration(YOUNG_GENERATION_CAP_BYTES);
+}
+
+/**
+ * Lets the young generation grow (V8 doubles it after a scavenge that kept much) until it reaches
+ * `capBytes`, then stops its growth; once V8 shrinks it again (an idle process), growth is allowed
+ * again. `--semi-space-growth-factor` is read at every scavenge, so switching it after each
+ * collection (a `gc` performance entry: a few per second under load) holds the size at the cap.
+ * Returns a function that stops watching.
+ */
+export function capYoungGeneration(capBytes: number): () => void {
+  let capped = false;
+  const check = (): void => {
+    const atCap = newSpaceBytes() >= capBytes;
+    if (atCap === capped) return;
+    capped = atCap;
+    setFlagsFromString(atCap ? '--semi-space-growth-factor=1' : '--semi-space-growth-factor=2');
+  };
+  check();
+  const observer = new PerformanceObserver(check);
+  observer.observe({ entryTypes: ['gc'] });
+  return () => observer.disconnect();
+}
+
+/** The young generation's size: both semi-spaces. */
+export function newSpaceBytes(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.space_size ?? 0;
+}
