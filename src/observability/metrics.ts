@@ -5,6 +5,7 @@
  */
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
+import { RequestSeries, type Series } from './request-series.js';
 
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
 export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
@@ -66,6 +67,7 @@ const METHODS = LABEL_VALUES.method;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
 const OTHER_METHOD = METHODS.length - 1;
 /** From a cached loopback answer (1 ms) to the longest upstream deadline worth telling apart (30 s). */
+const REQUEST_LABELS = ['route', 'method', 'code'] as const;
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /**
@@ -119,13 +121,13 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   const upstreamUnauthorized = new Counter({
     name: `${PREFIX}upstream_unauthorized_total`, help: '401 answers from the service on proxied requests.', registers,
   });
-  const requestsTotal = new Counter({
-    name: `${PREFIX}requests_total`, help: 'Proxied requests by route, method and status code.',
-    labelNames: ['route', 'method', 'code'] as const, registers,
+  // Recorded on every proxied request: plain numbers, read by the registry at scrape time.
+  const requests = new RequestSeries(REQUEST_BUCKETS);
+  requests.registerCounter(registry, {
+    name: `${PREFIX}requests_total`, help: 'Proxied requests by route, method and status code.', labelNames: REQUEST_LABELS,
   });
-  const requestDuration = new Histogram({
-    name: `${PREFIX}request_duration_seconds`, help: 'Time to response headers of proxied requests.',
-    labelNames: ['route', 'method', 'code'] as const, buckets: REQUEST_BUCKETS, registers,
+  requests.registerHistogram(registry, {
+    name: `${PREFIX}request_duration_seconds`, help: 'Time to response headers of proxied requests.', labelNames: REQUEST_LABELS,
   });
   const guardDenied = new Counter({
     name: `${PREFIX}guard_denied_total`, help: 'Requests refused by the source guard.', registers,
@@ -156,9 +158,8 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     collect() { this.set(scrape.replayHeldBytes()); },
   });
 
-  type Children = { count: { inc(): void }; duration: { observe(v: number): void } };
   // Keyed by a number built from the three normalised labels: no string or label object per call.
-  const children = new Map<number, Children>();
+  const children = new Map<number, Series>();
 
   return {
     tokenRefreshed(result, seconds) {
@@ -182,12 +183,10 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
       const key = (routeIndex * METHODS.length + methodIndex) * 1000 + status;
       let child = children.get(key);
       if (!child) {
-        const labels = [routeIndex === 1 ? 'localization' : 'service', METHODS[methodIndex]!, String(status)] as const;
-        child = { count: requestsTotal.labels(...labels), duration: requestDuration.labels(...labels) };
+        child = requests.add({ route: routeIndex === 1 ? 'localization' : 'service', method: METHODS[methodIndex]!, code: String(status) });
         children.set(key, child);
       }
-      child.count.inc();
-      child.duration.observe(duration(seconds));
+      requests.observe(child, duration(seconds));
     },
   };
 }

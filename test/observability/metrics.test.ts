@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Counter, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { createMetrics, createRegistry, type TokenGauges } from '../../src/observability/metrics.js';
+import { RequestSeries } from '../../src/observability/request-series.js';
 
 type Labels = Record<string, string | number>;
 
@@ -112,18 +113,22 @@ describe('createMetrics', () => {
     );
   });
 
-  it('keeps the series count bounded and reuses cached children on the hot path', async () => {
+  it('keeps the series count bounded and reuses its series on the hot path', async () => {
     const { registry, metrics } = setup();
-    const counter = registry.getSingleMetric('b2b_sidecar_requests_total') as Counter<string>;
-    const original = counter.labels.bind(counter);
-    let labelCalls = 0;
-    counter.labels = ((...args: string[]) => { labelCalls++; return original(...args); }) as typeof counter.labels;
-    for (let i = 0; i < 10_000; i++) metrics.responseStarted('service', `BOGUS${i}`, 200, 0.001);
-    assert.equal(labelCalls, 1, 'one labels() call for the one series, then the cache');
-    for (let i = 0; i < 10_000; i++) metrics.responseStarted('service', `X${i}`, i % 1000, 0.001);
+    const original = RequestSeries.prototype.add;
+    let added = 0;
+    RequestSeries.prototype.add = function (this: RequestSeries, labels) { added++; return original.call(this, labels); };
+    try {
+      for (let i = 0; i < 10_000; i++) metrics.responseStarted('service', `BOGUS${i}`, 200, 0.001);
+      assert.equal(added, 1, 'one series for the one label set, then the cache');
+      for (let i = 0; i < 10_000; i++) metrics.responseStarted('service', `X${i}`, i % 1000, 0.001);
+    } finally {
+      RequestSeries.prototype.add = original;
+    }
     const series = await values(registry, 'b2b_sidecar_requests_total');
     assert.equal(series.length, 501, 'codes 100..599 plus 0, all under OTHER');
-    assert.equal(labelCalls, 501);
+    assert.equal(added, 501);
+    assert.equal(await value(registry, 'b2b_sidecar_request_duration_seconds_count', { method: 'OTHER', code: 200 }), 10_010);
   });
 
   it('registers default process metrics on its own registry only', async () => {

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { Counter, Histogram, Registry } from 'prom-client';
+import { RequestSeries } from '../../src/observability/request-series.js';
+
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const LABELS = ['route', 'method', 'code'] as const;
+
+/**
+ * The same observations through prom-client's own Counter and Histogram (the library's
+ * exposition is the reference: Prometheus and promtool read it) and through RequestSeries.
+ */
+function both(observations: Array<[Record<'route' | 'method' | 'code', string>, number]>) {
+  const reference = new Registry();
+  const counter = new Counter({ name: 'x_requests_total', help: 'Requests.', labelNames: LABELS, registers: [reference] });
+  const histogram = new Histogram({ name: 'x_duration_seconds', help: 'Durations.', labelNames: LABELS, buckets: BUCKETS, registers: [reference] });
+  const ours = new Registry();
+  const series = new RequestSeries(BUCKETS);
+  series.registerCounter(ours, { name: 'x_requests_total', help: 'Requests.', labelNames: LABELS });
+  series.registerHistogram(ours, { name: 'x_duration_seconds', help: 'Durations.', labelNames: LABELS });
+  const byKey = new Map<string, ReturnType<RequestSeries['add']>>();
+  for (const [labels, value] of observations) {
+    counter.inc(labels);
+    histogram.observe(labels, value);
+    const key = JSON.stringify(labels);
+    let s = byKey.get(key);
+    if (!s) byKey.set(key, (s = series.add(labels)));
+    series.observe(s, value);
+  }
+  return { reference, ours };
+}
+
+describe('RequestSeries', () => {
+  it('exports exactly what prom-client\'s Counter and Histogram export for the same observations', async () => {
+    const get = (code: string) => ({ route: 'service', method: 'GET', code });
+    const observations: Array<[Record<'route' | 'method' | 'code', string>, number]> = [
+      // On a bound (le is inclusive), between bounds, below the first, above the last, zero.
+      [get('200'), 0.001], [get('200'), 0.0011], [get('200'), 0.0004], [get('200'), 31], [get('200'), 0],
+      [{ route: 'localization', method: 'POST', code: '502' }, 2.5], [get('404'), 0.3], [get('200'), 10],
+    ];
+    for (let i = 0; i < 500; i++) observations.push([get(i % 7 ? '200' : '503'), (i % 97) / 137]);
+    const { reference, ours } = both(observations);
+    for (const name of ['x_requests_total', 'x_duration_seconds']) {
+      assert.equal(await ours.getSingleMetricAsString(name), await reference.getSingleMetricAsString(name), name);
+      // The JSON form too: the README metrics table and tests read it.
+      const [a, b] = await Promise.all([ours.getSingleMetric(name)!.get(), reference.getSingleMetric(name)!.get()]);
+      assert.deepEqual({ ...a, values: a.values.map((v) => ({ ...v })) }, { ...b, values: b.values.map(({ labels, value, metricName }) => ({ labels, value, ...(metricName ? { metricName } : {}) })) });
+    }
+    assert.equal(await ours.metrics(), await reference.metrics());
+  });
+
+  it('exports nothing before the first request, as a labelled prom-client metric does', async () => {
+    const { reference, ours } = both([]);
+    assert.equal(await ours.metrics(), await reference.metrics());
+  });
+});
