@@ -41,7 +41,7 @@ export function admitInOrder(req: IncomingMessage, res: ServerResponse, dispatch
   if (socket._httpMessage?._last) state.last = true;
   const entry: Entry = { req, res, dispatch };
   state.entries.push(entry);
-  res.once('close', () => {
+  res.on('close', () => { // a response closes once (its _closed flag); `on` saves `once`'s wrapper
     state.entries.splice(state.entries.indexOf(entry), 1);
     // After a `Connection: close` answer Node answers no later request (it may still parse one
     // whose bytes followed), so none may go upstream; the socket's close closes them.

@@ -40,6 +40,9 @@ export function createListener(
 ): Listener {
   let inflight = 0;
   let closing = false;
+  const responseClosed = (): void => {
+    inflight--;
+  };
   const dispatch = (req: IncomingMessage, res: ServerResponse): void => {
     const refusal = protocolRefusal(req);
     if (refusal) {
@@ -64,7 +67,9 @@ export function createListener(
     },
     (req, res) => {
       inflight++;
-      res.once('close', () => inflight--);
+      // `on`, not `once`: a response emits 'close' once (Node's _closed flag), and `once` would
+      // allocate a wrapper per request.
+      res.on('close', responseClosed);
       // While draining, finish this request but do not keep the connection for another.
       if (closing) res.shouldKeepAlive = false;
       admitInOrder(req, res, dispatch);

@@ -98,7 +98,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       sendJson(res, status, message, headers);
     };
     const gone = new ClientGone();
-    res.once('close', () => {
+    res.on('close', () => { // once per response (Node's _closed flag); `on` saves `once`'s wrapper
       // The client went away before the response was complete: release the upstream request.
       if (!res.writableFinished) gone.abort();
       metrics.requestEnded();
@@ -148,7 +148,12 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     }
   };
 
-  async function forward(
+  /**
+   * Sends the request upstream and writes the answer. An answer other than a 401 reaches the
+   * client one promise hop after the engine's (this runs for every proxied request); a failed
+   * attempt and a 401 take the slower paths.
+   */
+  function forward(
     route: ProxyRoute, req: IncomingMessage, res: ServerResponse, credentials: RouteCredentials,
     plan: BodyPlan, signal: ClientGone, started: number, path: string,
   ): Promise<void> {
@@ -169,36 +174,34 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       return (await tee?.captured()) ?? NOT_REPLAYABLE;
     };
     let retried = false;
-    /** One attempt, sent once more on a fresh connection when a stale keep-alive one failed before any answer (once per client request). */
-    const attempt = async (c: RouteCredentials): Promise<UpstreamResponse> => {
-      try {
-        return await send(c, false);
-      } catch (err) {
-        const reason = retryReason(err, method);
-        if (reason === undefined || retried || signal.aborted) throw err;
-        retried = true;
-        const again = await bodyAgain();
-        if (again === NOT_REPLAYABLE) throw err;
-        body = again;
-        metrics.upstreamRetried(reason);
-        logger.debug('retrying on a fresh connection: a reused one failed before any answer', { route: route.name, method, reason });
-        return send(c, true);
-      }
+    /** After a failed attempt: once more on a fresh connection when a stale keep-alive one failed before any answer (once per client request). */
+    const retry = async (c: RouteCredentials, err: unknown): Promise<UpstreamResponse> => {
+      const reason = retryReason(err, method);
+      if (reason === undefined || retried || signal.aborted) throw err;
+      retried = true;
+      const again = await bodyAgain();
+      if (again === NOT_REPLAYABLE) throw err;
+      body = again;
+      metrics.upstreamRetried(reason);
+      logger.debug('retrying on a fresh connection: a reused one failed before any answer', { route: route.name, method, reason });
+      return send(c, true);
     };
-
-    let upstream = await attempt(credentials);
-    if (upstream.status === 401 && route.credentials.renewAfterUnauthorized) {
+    const deliver = (upstream: UpstreamResponse): void => {
+      // The copy is only for a second attempt before an answer: not needed past this point.
+      tee?.release();
+      writeResponse(route, req, res, upstream, started);
+    };
+    const answered = (upstream: UpstreamResponse): void | Promise<void> => {
+      if (upstream.status !== 401 || !route.credentials.renewAfterUnauthorized) return deliver(upstream);
       metrics.upstreamUnauthorized();
-      upstream = await replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream', async (renewed) => {
+      return replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream', async (renewed) => {
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) return undefined;
         body = again;
-        return attempt(renewed);
-      });
-    }
-    // The copy is only for a second attempt before an answer: not needed past this point.
-    tee?.release();
-    writeResponse(route, req, res, upstream, started);
+        return send(renewed, false).catch((err: unknown) => retry(renewed, err));
+      }).then(deliver);
+    };
+    return send(credentials, false).then(answered, (err: unknown) => retry(credentials, err).then(answered));
   }
 
   /**
