@@ -18,23 +18,39 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
 }
 
 /**
- * Compiled once per process: the schema is static. allErrors so every problem is reported at
- * once; useDefaults fills in every default. The build writes the same validator as standalone
+ * The schema is static, so the validator is compiled once. allErrors so every problem is reported
+ * at once; useDefaults fills in every default. The build writes the same validator as standalone
  * code in dist/ (dist/config-validator.cjs: one level up from dist/config/ and from the bundle's
  * dist/bundle/) so the CLI does not compile it at every start (~60 ms); from sources (tests) it
  * is compiled here.
+ *
+ * `run` validates once, at start-up: held for ever, the validator's 166 KB of source and its
+ * bytecode stayed in the heap of every idle sidecar. It is held weakly instead (and neither it nor
+ * the helpers it loaded stay in require's cache), so the first full collection after start-up frees it; a process that
+ * validates again (tests, check-config) reuses it while it is alive.
  */
-const validate = ((): ValidateFunction => {
+let held: WeakRef<ValidateFunction> | undefined;
+function validator(): ValidateFunction {
+  const alive = held?.deref();
+  if (alive) return alive;
   const require = createRequire(import.meta.url);
+  let validate: ValidateFunction;
   try {
-    return require('../config-validator.cjs') as ValidateFunction;
+    const path = require.resolve('../config-validator.cjs');
+    validate = require(path) as ValidateFunction;
+    // The modules it loaded (ajv's runtime helpers) name it as their parent: out of the cache too.
+    const loaded = require.cache[path];
+    delete require.cache[path];
+    for (const child of loaded?.children ?? []) if (child.parent === loaded) delete require.cache[child.id];
   } catch {
     // ajv itself is loaded only here (a runtime require keeps it out of the CLI bundle: ~110 KB).
     // validateSchema: false skips compiling the meta-schema; test/config/validate-config.test.ts checks it instead.
     const { Ajv: AjvClass } = require('ajv') as typeof import('ajv');
-    return addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
+    validate = addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
   }
-})();
+  held = new WeakRef(validate);
+  return validate;
+}
 
 /**
  * Validates raw configuration (parsed YAML/JSON plus env overrides) and returns it with every
@@ -52,6 +68,7 @@ export function validateConfig(raw: unknown): Config {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new ConfigError(['(root): must be a mapping of keys to values']);
   }
+  const validate = validator();
   const problems: string[] = validate(data) ? [] : schemaProblems(validate.errors ?? [], data);
   checkSemantics(data as Record<string, unknown>, (path, reason) => problems.push(formatProblem(path, reason)));
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
