@@ -10,7 +10,7 @@ import { loadConfig } from '../config/load-config.js';
 import { createLogger } from '../observability/logger.js';
 import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
-import { loadTrustedCas } from '../shared/tls.js';
+import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
@@ -87,7 +87,7 @@ async function loadEverything(path: string | undefined, io: CommandIo, secrets: 
 /** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
 async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs, steps: DoctorStep[], secrets: SecretSet): Promise<void> {
   const url = new URL(config.service.baseUrl);
-  let ca: string[] | undefined;
+  let ca: TrustedCas | undefined;
   try {
     ca = loadTrustedCas(config.service.caFile);
   } catch (err) {

@@ -2,7 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { clampDelay } from '../shared/clock.js';
-import { trustContext } from '../shared/tls.js';
+import { trustContext, type TrustedCas } from '../shared/tls.js';
 import type { DoctorStep } from './doctor-report.js';
 
 /** Options of {@link checkConnection}. */
@@ -10,7 +10,7 @@ export interface ConnectCheckOptions {
   /** `service.baseUrl`. */
   url: URL;
   /** Trusted CAs (system roots + `service.caFile`), undefined for the system roots alone. */
-  ca: string[] | undefined;
+  ca: TrustedCas | undefined;
   /** `service.caFile`, named in hints. */
   caFile: string | undefined;
   /** Deadline for each of TCP connect and TLS handshake, in milliseconds. */
@@ -122,7 +122,7 @@ function connectTcp(address: string, port: number, timeoutMs: number): Promise<{
  * is read when it arrives (the OCSP status callback runs before verification), so a rejected
  * chain can still name its issuer. Nothing is ever sent on this connection.
  */
-function handshakeTls(socket: Socket, host: string, ca: string[] | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
+function handshakeTls(socket: Socket, host: string, ca: TrustedCas | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
   return new Promise((resolve) => {
     const secureContext = trustContext(ca);
     let received: PeerCertificate | undefined;

@@ -1,5 +1,5 @@
 import { clampDelay } from '../shared/clock.js';
-import { trustContext } from '../shared/tls.js';
+import { trustContext, type TrustedCas } from '../shared/tls.js';
 import { Agent, request } from '../upstream/undici-request.js';
 import { InvalidResponseError } from '../shared/errors.js';
 import {
@@ -15,7 +15,7 @@ export interface LocalizationClientOptions {
   /** Server root; the lookup is `{baseUrl}/api/translations/<p>/<c>/<l>/` (see translationApiPath). */
   baseUrl: string;
   /** Trusted CAs (system roots + extra, from `loadTrustedCas`); undefined = Node's defaults. */
-  ca?: string[];
+  ca?: TrustedCas;
   /** Current API token, read on every request so a rotated token file takes effect. */
   token?: () => string | undefined;
   /** Deadline for one whole lookup (headers and body), in milliseconds. */

@@ -1,5 +1,5 @@
 import type { LocalizationConfig } from '../config/schema.js';
-import { loadTrustedCas } from '../shared/tls.js';
+import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenSource, type TokenSourceOptions } from './weblate-token.js';
 
 /** What the proxy needs to serve `{pathPrefix}/<rest>` → `{targetBaseUrl}/<rest>` (GET/HEAD). */
@@ -9,7 +9,7 @@ export interface LocalizationRoute {
   /** The localization server root, without a trailing slash. */
   targetBaseUrl: string;
   /** Trusted CAs for the localization server (system roots + caFile), or undefined for Node's defaults. */
-  ca: string[] | undefined;
+  ca: TrustedCas | undefined;
   /** `Token <token>` for the outgoing request, or undefined for a public server. */
   authorizationHeader: () => string | undefined;
   /** Re-reads the token file now (SIGHUP). */

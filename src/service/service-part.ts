@@ -12,6 +12,7 @@ import type { ProxyRoute } from '../proxy/proxy-handler.js';
 import { tokenCredentials } from '../proxy/route-credentials.js';
 import { strippedNames } from '../proxy/stripped-names.js';
 import type { Clock } from '../shared/clock.js';
+import type { TrustedCas } from '../shared/tls.js';
 import type { RunGroup } from '../shared/run-group.js';
 import type { SecretSet } from '../shared/secrets.js';
 import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
@@ -50,7 +51,7 @@ export function tokenManagerOptions(config: Config): TokenManagerOptions {
 export async function startServicePart(config: Config, deps: {
   group: RunGroup;
   engineOptions: Omit<EngineOptions, 'baseUrl' | 'ca'>;
-  ca: string[] | undefined;
+  ca: TrustedCas | undefined;
   metrics: Metrics;
   clock: Clock;
   logger: Logger;

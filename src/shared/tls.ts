@@ -1,18 +1,39 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import { createRequire } from 'node:module';
+import type { SecureContext } from 'node:tls';
+
+// node:tls through require, not an ES import: Node builds an ES module's view of a built-in by
+// reading every export, and `tls.rootCertificates` is a getter that then copies Node's ~140 roots
+// into strings held for the process's life (~300 KB of every sidecar's heap).
+const tls = createRequire(import.meta.url)('node:tls') as typeof import('node:tls');
 
 /**
- * Trusted CAs for an upstream: Node's roots plus an optional extra PEM file. Passing `ca` alone
- * would replace the system store (PITFALLS 10), so the roots are always included.
- * Returns undefined when no extra CA is configured (Node then uses its defaults).
+ * Trusted CAs for an upstream: Node's roots plus the certificates of an extra PEM file. Passing
+ * `ca` alone would replace the system store (PITFALLS 10), so the roots are always included: the
+ * TLS context starts from Node's default store (see trustContext). Node's roots are not copied
+ * into JavaScript strings (`tls.rootCertificates`, ~300 KB kept for the process's life) unless an
+ * API needs them as a list (`caCertificates`).
  */
-export function loadTrustedCas(caFile: string | undefined): string[] | undefined {
+export interface TrustedCas {
+  /** The file the extra certificates came from, for messages. */
+  readonly file: string;
+  /** The extra file's text: PEM certificates only (checked on load). */
+  readonly extraPem: string;
+}
+
+/** Reads and checks an extra CA file; undefined when none is configured (Node then uses its defaults). */
+export function loadTrustedCas(caFile: string | undefined): TrustedCas | undefined {
   if (!caFile) return undefined;
-  const extra = readFileSync(caFile, 'utf8');
-  const problem = pemCertificatesProblem(extra);
+  const extraPem = readFileSync(caFile, 'utf8');
+  const problem = pemCertificatesProblem(extraPem);
   if (problem) throw new Error(`${caFile} ${problem}`);
-  return [...rootCertificates, extra];
+  return { file: caFile, extraPem };
+}
+
+/** The trusted CAs as one list of PEM strings, Node's roots first, for APIs that take a `ca` option. */
+export function caCertificates(ca: TrustedCas): string[] {
+  return [...tls.rootCertificates, ca.extraPem];
 }
 
 const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE-----/g;
@@ -37,13 +58,13 @@ export function pemCertificatesProblem(text: string): string | undefined {
 }
 
 /**
- * One TLS context for a list of CAs, built once. Passing a `ca` array to every connection makes
- * Node rebuild the ~140-root trust store per handshake (~55 ms of CPU each, found by the
+ * One TLS context per set of trusted CAs, built once. Passing a `ca` array to every connection
+ * makes Node rebuild the ~140-root trust store per handshake (~55 ms of CPU each, found by the
  * benchmark's profile); a shared context is built once at start-up.
  */
-export function trustContext(ca: string[] | undefined): SecureContext | undefined {
+export function trustContext(ca: TrustedCas | undefined): SecureContext | undefined {
   if (!ca) return undefined;
-  // The token client and the proxy engine share one CA list: build its context once.
+  // The token client and the proxy engine share one TrustedCas: build its context once.
   let context = contexts.get(ca);
   if (!context) {
     context = buildContext(ca);
@@ -53,18 +74,17 @@ export function trustContext(ca: string[] | undefined): SecureContext | undefine
 }
 
 /**
- * Node's default context loads the system roots natively (~2 ms); passing them as PEM strings
- * makes Node parse all ~140 again (~40 ms of start-up). So when the list is "roots + extras"
- * (what loadTrustedCas returns), start from the default store and add only the extras.
+ * Node's default context loads the system roots natively; passing them as PEM strings makes Node
+ * parse all ~140 again (~40 ms of start-up). So start from the default store and add only the
+ * extra certificates (every one in the PEM text).
  */
-function buildContext(ca: string[]): SecureContext {
-  const roots = rootCertificates.length;
-  const native = createSecureContext() as SecureContext & { context?: { addCACert?: (pem: string) => void } };
-  if (ca.length > roots && ca[0] === rootCertificates[0] && typeof native.context?.addCACert === 'function') {
-    for (const pem of ca.slice(roots)) native.context.addCACert(pem);
+function buildContext(ca: TrustedCas): SecureContext {
+  const native = tls.createSecureContext() as SecureContext & { context?: { addCACert?: (pem: string) => void } };
+  if (typeof native.context?.addCACert === 'function') {
+    native.context.addCACert(ca.extraPem);
     return native;
   }
-  return createSecureContext({ ca });
+  return tls.createSecureContext({ ca: caCertificates(ca) });
 }
 
-const contexts = new WeakMap<string[], SecureContext>();
+const contexts = new WeakMap<TrustedCas, SecureContext>();

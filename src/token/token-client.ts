@@ -1,6 +1,6 @@
 import { clampDelay } from '../shared/clock.js';
 import { ClientGone, type UpstreamResponse } from '../upstream/engine.js';
-import { trustContext } from '../shared/tls.js';
+import { trustContext, type TrustedCas } from '../shared/tls.js';
 import { Pool } from '../upstream/undici-core.js';
 import { UndiciExchange } from '../upstream/undici-exchange.js';
 import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
@@ -31,7 +31,7 @@ export interface TokenClientOptions {
   /** `service.baseUrl`; gentoken lives at `{baseUrl}/pub/b2b/v1/auth/gentoken`. */
   baseUrl: string;
   /** Trusted CAs (system roots plus the extra CA, see `loadTrustedCas`); undefined = Node's defaults. */
-  ca?: string[];
+  ca?: TrustedCas;
   /** Deadline for the whole exchange, body included, in milliseconds. */
   timeoutMs: number;
 }

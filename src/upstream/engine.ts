@@ -6,6 +6,7 @@
 import type { Readable } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
+import type { TrustedCas } from '../shared/tls.js';
 import type { UpstreamBody } from './upstream-body.js';
 
 /** One request to the upstream, with final headers (credentials already attached). */
@@ -46,7 +47,7 @@ export interface EngineOptions {
   /** Base URL; the request path is appended to its path. */
   baseUrl: URL;
   /** Trusted CAs (system roots + extra) or undefined for Node's defaults. */
-  ca: string[] | undefined;
+  ca: TrustedCas | undefined;
   maxSockets: number;
   /** Idle keep-alive sockets close after this; keep it below the upstream's own idle timeout. */
   keepAliveTimeoutMs: number;

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { Agent, request } from 'undici';
 import type { CommandIo, Signal } from '../../src/commands/io.js';
 import { simulateCommand } from '../../src/commands/simulate.js';
-import { loadTrustedCas } from '../../src/shared/tls.js';
+import { loadTrustedCas, trustContext } from '../../src/shared/tls.js';
 
 /** A CommandIo whose output is captured and whose signals the test fires by hand. */
 function captureIo() {
@@ -55,7 +55,7 @@ test('simulate prints URL, CA file, credentials and control API, serves gentoken
   assert.match(readFileSync(caOut, 'utf8'), /BEGIN CERTIFICATE/);
 
   // What the printed curl line does, trusting the printed CA file.
-  const dispatcher = new Agent({ connect: { ca: loadTrustedCas(caOut) } });
+  const dispatcher = new Agent({ connect: { secureContext: trustContext(loadTrustedCas(caOut)) } });
   t.after(() => dispatcher.close());
   const res = await request(`${url}/pub/b2b/v1/auth/gentoken`, {
     dispatcher, method: 'POST',

@@ -44,7 +44,7 @@ describe('RequestSeries', () => {
       assert.equal(await ours.getSingleMetricAsString(name), await reference.getSingleMetricAsString(name), name);
       // The JSON form too: the README metrics table and tests read it.
       const [a, b] = await Promise.all([ours.getSingleMetric(name)!.get(), reference.getSingleMetric(name)!.get()]);
-      assert.deepEqual({ ...a, values: a.values.map((v) => ({ ...v })) }, { ...b, values: b.values.map(({ labels, value, metricName }) => ({ labels, value, ...(metricName ? { metricName } : {}) })) });
+      assert.deepEqual({ ...a, values: a.values.map((v) => ({ ...v })) }, { ...b, values: b.values.map((v) => { const { labels, value, metricName } = v as typeof v & { metricName?: string }; return { labels, value, ...(metricName ? { metricName } : {}) }; }) });
     }
     assert.equal(await ours.metrics(), await reference.metrics());
   });

@@ -3,8 +3,12 @@ import { createServer } from 'node:https';
 import { request, type RequestOptions } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { rootCertificates } from 'node:tls';
-import { loadTrustedCas, pemCertificatesProblem, trustContext } from '../../src/shared/tls.js';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createSecureContext, rootCertificates } from 'node:tls';
+import { caCertificates, loadTrustedCas, pemCertificatesProblem, trustContext } from '../../src/shared/tls.js';
+
+const TLS_MODULE = fileURLToPath(new URL('../../src/shared/tls.ts', import.meta.url));
 import { testTls } from '../helpers/tls.js';
 
 function get(port: number, secureContext: ReturnType<typeof trustContext>): Promise<number | string> {
@@ -23,8 +27,34 @@ describe('trusted CAs', () => {
   it('adds caFile to the system roots instead of replacing them (PITFALLS 10)', async () => {
     const tls = await testTls();
     const ca = loadTrustedCas(tls.caFile)!;
-    assert.equal(ca.length, rootCertificates.length + 1);
-    assert.deepEqual(ca.slice(0, -1), [...rootCertificates]);
+    assert.equal(ca.extraPem, tls.caPem);
+    const list = caCertificates(ca);
+    assert.equal(list.length, rootCertificates.length + 1);
+    assert.deepEqual(list.slice(0, -1), [...rootCertificates]);
+  });
+
+  it('does not copy Node\'s roots into JavaScript strings at start-up (~300 KB held for the process\'s life)', async () => {
+    const tls = await testTls();
+    // tls.rootCertificates is a lazy getter that caches its array once read: a fresh process
+    // shows whether loading CAs and building their context read it.
+    const script = `
+      const { loadTrustedCas, trustContext } = await import(${JSON.stringify(TLS_MODULE)});
+      const { getHeapSnapshot } = await import('node:v8');
+      trustContext(loadTrustedCas(${JSON.stringify(tls.caFile)}));
+      let text = '';
+      for await (const chunk of getHeapSnapshot()) text += chunk;
+      // A line of a root certificate Node bundles (ISRG Root X1), assembled so this source does not hold it.
+      process.stdout.write(String(text.includes(['MIIFazCCA1OgAwIBAgIRAIIQz7DSQONZRGPgu2OCiwAw', 'DQYJKoZIhvcNAQELBQAw'].join(''))));`;
+    const control = `
+      const { rootCertificates } = await import('node:tls');
+      const { getHeapSnapshot } = await import('node:v8');
+      const held = rootCertificates.length;
+      let text = '';
+      for await (const chunk of getHeapSnapshot()) text += chunk;
+      process.stdout.write(String(held > 0 && text.includes(['MIIFazCCA1OgAwIBAgIRAIIQz7DSQONZRGPgu2OCiwAw', 'DQYJKoZIhvcNAQELBQAw'].join(''))));`;
+    const run = (source: string) => execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', source], { encoding: 'utf8' });
+    assert.equal(run(control), 'true', 'the probe finds the roots once tls.rootCertificates was read');
+    assert.equal(run(script), 'false');
   });
 
   it('builds one context per CA list that trusts the extra CA, and only it beyond the roots', async () => {
@@ -36,7 +66,8 @@ describe('trusted CAs', () => {
     const port = (server.address() as AddressInfo).port;
     try {
       assert.equal(await get(port, trustContext(ca)), 200);
-      assert.equal(await get(port, trustContext([...rootCertificates])), 'UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+      // Node's default store (the roots alone) does not trust the test CA.
+      assert.equal(await get(port, createSecureContext()), 'UNABLE_TO_VERIFY_LEAF_SIGNATURE');
     } finally {
       server.close();
     }

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { Agent, request } from 'undici';
 import type { WeblateShape } from '../../src/simulator/localization-data.js';
 import { createLocalizationSimulator } from '../../src/simulator/localization-simulator.js';
-import { loadTrustedCas } from '../../src/shared/tls.js';
+import { loadTrustedCas, trustContext } from '../../src/shared/tls.js';
 import { testTls } from '../helpers/tls.js';
 
 const TOKEN = 'wlu_sim7oken5e6f7a8b';
@@ -12,7 +12,7 @@ async function withSim(fn: (call: (method: string, path: string, headers?: Recor
   const tls = await testTls();
   const sim = createLocalizationSimulator({ tls, ...(token === undefined ? {} : { token }), ...(shape ? { shape } : {}) });
   const { url } = await sim.start();
-  const agent = new Agent({ connect: { ca: loadTrustedCas(tls.caFile) } });
+  const agent = new Agent({ connect: { secureContext: trustContext(loadTrustedCas(tls.caFile)) } });
   try {
     await fn(async (method, path, headers = {}) => {
       const res = await request(url + path, { method: method as 'GET', headers, dispatcher: agent });

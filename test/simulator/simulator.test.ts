@@ -4,7 +4,7 @@ import { after, test, type TestContext } from 'node:test';
 import { Agent, request } from 'undici';
 import { fingerprint } from '../../src/shared/secrets.js';
 import { createB2bSimulator, type B2bSimulator, type B2bSimulatorOptions } from '../../src/simulator/b2b-simulator.js';
-import { loadTrustedCas } from '../../src/shared/tls.js';
+import { loadTrustedCas, trustContext } from '../../src/shared/tls.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { testTls } from '../helpers/tls.js';
 
@@ -12,7 +12,7 @@ const API_KEY = 'api-key-0123456789';
 const PASSWORD = 'pa$$word-with-"quotes"';
 const GENTOKEN = '/pub/b2b/v1/auth/gentoken';
 const tls = await testTls();
-const dispatcher = new Agent({ connect: { ca: loadTrustedCas(tls.caFile) } });
+const dispatcher = new Agent({ connect: { secureContext: trustContext(loadTrustedCas(tls.caFile)) } });
 after(() => dispatcher.close());
 
 async function startSim(t: TestContext, extra: Partial<B2bSimulatorOptions> = {}): Promise<B2bSimulator> {

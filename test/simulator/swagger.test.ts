@@ -7,7 +7,7 @@ import addFormatsModule from 'ajv-formats';
 import { Agent, request } from 'undici';
 import { createB2bSimulator, type B2bSimulator } from '../../src/simulator/b2b-simulator.js';
 import { GENTOKEN_PATH } from '../../src/simulator/gentoken.js';
-import { loadTrustedCas } from '../../src/shared/tls.js';
+import { loadTrustedCas, trustContext } from '../../src/shared/tls.js';
 import { createTokenClient } from '../../src/token/token-client.js';
 import { testTls } from '../helpers/tls.js';
 
@@ -31,7 +31,7 @@ interface SwaggerDoc {
 
 const tls = await testTls();
 const ca = loadTrustedCas(tls.caFile);
-const dispatcher = new Agent({ connect: { ca } });
+const dispatcher = new Agent({ connect: { secureContext: trustContext(ca) } });
 after(() => dispatcher.close());
 // validate() checks the document against the Swagger 2.0 schema and resolves the $refs.
 const doc = (await SwaggerParser.validate(SWAGGER_FILE)) as unknown as SwaggerDoc;

@@ -4,7 +4,7 @@ import { Agent, request } from 'undici';
 import { simulateCommand } from '../../src/commands/simulate.js';
 import { fingerprint } from '../../src/shared/secrets.js';
 import { createB2bSimulator, parseTokenIn } from '../../src/simulator/b2b-simulator.js';
-import { loadTrustedCas } from '../../src/shared/tls.js';
+import { loadTrustedCas, trustContext } from '../../src/shared/tls.js';
 import { captureIo } from '../helpers/command-io.js';
 import { testTls } from '../helpers/tls.js';
 
@@ -24,7 +24,7 @@ describe('simulate --token-in', () => {
     const sim = createB2bSimulator({ apiKey: 'sim-key-1234', password: 'sim-password-1234', ttlSeconds: 60, tls, tokenIn: parseTokenIn('query:token') });
     t.after(() => sim.stop());
     await sim.start();
-    const dispatcher = new Agent({ connect: { ca: loadTrustedCas(tls.caFile) } });
+    const dispatcher = new Agent({ connect: { secureContext: trustContext(loadTrustedCas(tls.caFile)) } });
     t.after(() => dispatcher.close());
     const gentoken = await request(`${sim.url}/pub/b2b/v1/auth/gentoken`, {
       dispatcher, method: 'POST', headers: { 'content-type': 'application/json', apikey: 'sim-key-1234' }, body: JSON.stringify({ password: 'sim-password-1234' }),

@@ -132,7 +132,7 @@ describe('token client', () => {
   it('refuses a server certified by a CA it does not trust', async () => {
     const server = await startGentokenServer();
     const other = await generateTlsMaterial(['localhost']);
-    const client = createTokenClient({ baseUrl: server.url, ca: [other.caPem], timeoutMs: 5000 });
+    const client = createTokenClient({ baseUrl: server.url, ca: { file: 'other-ca.pem', extraPem: other.caPem }, timeoutMs: 5000 });
     const error = await client.requestToken(creds).catch((e: unknown) => e);
     await client.close();
     await server.close();
