@@ -2,7 +2,7 @@
 // and compiling ~400 separate module files made `run` take ~700 ms to listen; bundling was the
 // largest single start-up gain (bench/results/findings.md). dist/*.js from tsc stay for library use.
 import { build } from 'esbuild';
-import { rm, writeFile } from 'node:fs/promises';
+import { chmod, rm, writeFile } from 'node:fs/promises';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import * as schemaModule from '../dist/config/schema.js';
@@ -73,4 +73,43 @@ await build({
 });
 // Next to the chunks too: config.ts looks for it beside itself.
 await writeFile('dist/bundle/config-validator.cjs', validatorCode);
-await writeFile('dist/cli.js', "#!/usr/bin/env node\n// Entry point: the bundled CLI (see scripts/bundle.mjs).\nimport './bundle/cli.js';\n", { mode: 0o755 });
+
+// The plain `run` as one CommonJS file (src/cli-run.ts, issue 14): the ES module loader resolved,
+// loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
+await build({
+  entryPoints: ['dist/cli-run.js'],
+  outfile: 'dist/bundle/run.cjs',
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  minify: true,
+  keepNames: false,
+  sourcemap: true,
+  logLevel: 'error',
+  plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema],
+  // Modules that find files beside themselves (the config validator) read import.meta.url.
+  define: { 'import.meta.url': '__b2bImportMetaUrl' },
+  banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+
+// dist/cli.js: the launcher (src/launch.ts) in one file; the bundles it chooses between stay external.
+const bundlesExternal = {
+  name: 'bundles-external',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/bundle\// }, (args) => ({ path: args.path, external: true }));
+  },
+};
+await build({
+  entryPoints: ['dist/launch.js'],
+  outfile: 'dist/cli.js',
+  allowOverwrite: true,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'error',
+  plugins: [bundlesExternal],
+  banner: { js: '#!/usr/bin/env node\n// Entry point: see src/launch.ts and scripts/bundle.mjs.' },
+});
+await chmod('dist/cli.js', 0o755);

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
-import { setFlagsFromString } from 'node:v8';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, type CommandIo } from './commands/io.js';
+import { EXIT_OK, EXIT_USAGE } from './commands/io.js';
+import { processIo as io, settle, tuneV8ForServing } from './cli-process.js';
 
 // Commands load lazily: `run` must not pay for the simulator's certificate library or the
 // localization schema at start-up (start-to-ready is a benchmark target).
@@ -15,35 +15,6 @@ const commands = {
   translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
   doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
   healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
-};
-
-/**
- * V8 settings for a long-running proxy (bench/results/findings.md), applied once the command's
- * modules are loaded: after any V8 flag change Node rejects the code cache of its own built-in
- * modules, which then load ~3× slower. That happens for flags given on the command line or in
- * NODE_OPTIONS too, which is why these are not set there.
- * - `--liftoff-only`: undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's
- *   optimising tier recompiled that module in the background after the first requests: a ~35 MB
- *   resident-memory spike and ~9 MB kept, for no measurable gain per request. Wasm flags are read
- *   at compile time, i.e. at the first connection.
- * - `--semi-space-growth-factor=1`: the young generation keeps the size it reached at start-up
- *   instead of doubling up to 2 × 16 MB under load (the largest part of peak RSS at 50 connections).
- */
-function tuneV8ForServing(): void {
-  setFlagsFromString('--liftoff-only');
-  setFlagsFromString('--semi-space-growth-factor=1');
-}
-
-/**
- * The process entry: the only place that reads argv and the environment, installs signal
- * handlers and sets the exit code. Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration
- * or usage.
- */
-const io: CommandIo = {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
-  onSignal: (signal, handler) => process.on(signal, handler),
 };
 
 /** The package version; the file sits one level up from dist/ or two from the bundle in dist/bundle/. */
@@ -144,14 +115,4 @@ try {
   result = Promise.resolve(err instanceof CommanderError && err.exitCode === 0 ? EXIT_OK : EXIT_USAGE);
 }
 
-result.then(
-  (code) => {
-    process.exitCode = code;
-    // Only after a second signal: in-flight work is abandoned on purpose.
-    if (code === EXIT_INTERRUPTED) process.exit(code);
-  },
-  (err: unknown) => {
-    io.stderr.write(`error: ${(err as Error).message}\n`);
-    process.exitCode = 1;
-  },
-);
+settle(result);
