@@ -3,6 +3,7 @@
 // largest single start-up gain (bench/results/findings.md). dist/*.js from tsc stay for library use.
 import { build } from 'esbuild';
 import { chmod, rm, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import * as schemaModule from '../dist/config/schema.js';
@@ -92,6 +93,12 @@ await build({
   define: { 'import.meta.url': '__b2bImportMetaUrl' },
   banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
+
+// Its V8 code cache, made after evaluating every module (what `run` compiles before it starts):
+// src/code-cache.ts. Made by the node that builds, i.e. the one that runs it (the Dockerfile builds
+// with the runtime's image); any other node rejects it and compiles the file as before.
+const { loadCommonJs } = await import('../dist/code-cache.js');
+await writeFile('dist/bundle/run.cjs.v8cache', loadCommonJs(resolve('dist/bundle/run.cjs')).createCache());
 
 // dist/cli.js: the launcher (src/launch.ts) in one file; the bundles it chooses between stay external.
 const bundlesExternal = {
