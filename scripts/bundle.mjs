@@ -2,7 +2,7 @@
 // and compiling ~400 separate module files made `run` take ~700 ms to listen; bundling was the
 // largest single start-up gain (bench/results/findings.md). dist/*.js from tsc stay for library use.
 import { build } from 'esbuild';
-import { chmod, rm, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
@@ -75,6 +75,23 @@ await build({
 // Next to the chunks too: config.ts looks for it beside itself.
 await writeFile('dist/bundle/config-validator.cjs', validatorCode);
 
+// validate-config.js requires the prebuilt validator at run time (so the ESM bundle and the tests
+// can fall back to compiling the schema); in the one-file build it is bundled instead: it then
+// comes from the code cache too, with no separate file or node_modules lookup at start-up.
+const bundledValidator = {
+  name: 'config-validator-bundled',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]validate-config\.js$/ }, async (args) => {
+      const code = await readFile(args.path, 'utf8');
+      const lookup = 'createRequire(import.meta.url)';
+      if (!code.includes(lookup)) throw new Error(`${args.path} no longer has ${lookup}: update scripts/bundle.mjs`);
+      // A function of its own: inside validate-config.js a local `require` shadows the module's.
+      const bundled = "function __b2bBundledRequire(id) { if (id !== '../config-validator.cjs') throw new Error(`not bundled: ${id}`); return require('../config-validator.cjs'); }\n";
+      return { contents: bundled + code.replace(lookup, '__b2bBundledRequire'), loader: 'js' };
+    });
+  },
+};
+
 // The plain `run` as one CommonJS file (src/cli-run.ts, issue 14): the ES module loader resolved,
 // loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
 await build({
@@ -88,7 +105,7 @@ await build({
   keepNames: false,
   sourcemap: true,
   logLevel: 'error',
-  plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema],
+  plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema, bundledValidator],
   // Modules that find files beside themselves (the config validator) read import.meta.url.
   define: { 'import.meta.url': '__b2bImportMetaUrl' },
   banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },

@@ -66,6 +66,8 @@ describe('module footprint of the plain `run` (dist/bundle/run.cjs, loaded by di
       }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { main: string; internalUndici: boolean; http2: boolean; cjs: string[]; typebox: boolean };
     assert.equal(out.main, 'function');
+    // The prebuilt config validator is bundled too (scripts/bundle.mjs), so it comes from the code cache.
+    assert.deepEqual(out.cjs, [`${BUNDLE_RUN}run.cjs`], 'run.cjs required other files when it loaded');
     assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
     assert.equal(out.http2, false, 'node:http2 was loaded');
     const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'commander/'];
