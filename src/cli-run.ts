@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { runCommand } from './commands/run.js';
 import { plainRunArgs } from './plain-run-args.js';
 import { processIo, settle, tuneV8ForServing } from './cli-process.js';
@@ -12,6 +13,18 @@ import { processIo, settle, tuneV8ForServing } from './cli-process.js';
 export function main(argv: readonly string[]): void {
   const args = plainRunArgs(argv);
   if (!args) throw new Error(`cli-run: not a plain run command line: ${argv.join(' ')}`);
+  loadLazyBuiltins();
   tuneV8ForServing();
   settle(runCommand(args, processIo));
+}
+
+/**
+ * Built-ins that start-up would load lazily, after tuneV8ForServing: listen() loads node:cluster
+ * (and with it child_process and dgram), host lookups node:dns. Loaded first they compile from
+ * Node's code cache, which Node rejects once a V8 flag has changed (~3× slower). A bundler drops
+ * bare `import 'node:x'` of built-ins, hence require.
+ */
+function loadLazyBuiltins(): void {
+  const require = createRequire(import.meta.url);
+  for (const id of ['node:cluster', 'node:dns']) require(id);
 }

@@ -43,6 +43,26 @@ describe('the plain `run` fast path', () => {
     }
   });
 
+  it('loads every built-in module start-up needs before it tunes V8 (Node compiles later ones without its code cache)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-fast-'));
+    const preload = join(dir, 'record.cjs');
+    writeFileSync(preload, `
+      const v8 = require('node:v8');
+      const set = v8.setFlagsFromString;
+      let tunedAt;
+      v8.setFlagsFromString = (flags) => { tunedAt ??= process.moduleLoadList.length; set(flags); };
+      require('node:module').syncBuiltinESMExports();
+      const write = process.stdout.write.bind(process.stdout);
+      process.stdout.write = (chunk, ...rest) => {
+        if (String(chunk).includes('"sidecar started"')) {
+          process.stderr.write('after tuning: ' + JSON.stringify(process.moduleLoadList.slice(tunedAt).filter((m) => m.startsWith('NativeModule'))) + '\\n');
+        }
+        return write(chunk, ...rest);
+      };`);
+    const { stderr } = await startAndStop(ROOT, ['--require', preload]);
+    assert.match(stderr, /^after tuning: \[\]$/m);
+  });
+
   describe('code cache', () => {
     const copies: string[] = [];
     after(() => { for (const c of copies) rmSync(c, { recursive: true, force: true }); });
@@ -81,18 +101,18 @@ describe('the plain `run` fast path', () => {
       writeFileSync(run, source.replace('"sidecar started"', '"SIDECAR started"'), 'latin1');
       for (const dir of [absent, corrupt, truncated, edited]) assert.equal(cacheUsed(dir), 'false', dir);
       for (const [dir, message] of [[absent, 'sidecar started'], [corrupt, 'sidecar started'], [truncated, 'sidecar started'], [edited, 'SIDECAR started']] as const) {
-        assert.match(await startAndStop(dir), new RegExp(`"message":"${message}"`), dir);
+        assert.match((await startAndStop(dir)).stdout, new RegExp(`"message":"${message}"`), dir);
       }
     });
   });
 });
 
 /** Starts `run` from a dist copy against an unreachable service, waits for the start line, stops it with SIGTERM (exit 0). */
-async function startAndStop(dir: string): Promise<string> {
-  const config = join(dir, 'sidecar.yaml');
+async function startAndStop(dir: string, nodeArgs: string[] = []): Promise<{ stdout: string; stderr: string }> {
+  const config = join(mkdtempSync(join(tmpdir(), 'b2b-fast-run-')), 'sidecar.yaml');
   writeFileSync(config, 'listen: {port: 0}\nadmin: {port: 0}\nservice: {baseUrl: "https://127.0.0.1:1"}\n' +
     'credentials: {apiKey: k-0123456789, password: p-0123456789}\nshutdown: {delaySeconds: 0, timeoutSeconds: 1}\n');
-  const child = spawn(process.execPath, [join(dir, 'dist/cli.js'), 'run', '--config', config], { env: { PATH: process.env.PATH } });
+  const child = spawn(process.execPath, [...nodeArgs, join(dir, 'dist/cli.js'), 'run', '--config', config], { env: { PATH: process.env.PATH } });
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => (err += d));
@@ -106,7 +126,7 @@ async function startAndStop(dir: string): Promise<string> {
   });
   child.kill('SIGTERM');
   assert.equal(await exited, 0, err);
-  return out;
+  return { stdout: out, stderr: err };
 }
 
 function runNode(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
