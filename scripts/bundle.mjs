@@ -111,9 +111,10 @@ await build({
   banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 
-// Its V8 code cache, made after evaluating every module (what `run` compiles before it starts):
-// src/code-cache.ts. Made by the node that builds, i.e. the one that runs it (the Dockerfile builds
-// with the runtime's image); any other node rejects it and compiles the file as before.
+// Its V8 code cache (src/code-cache.ts) from evaluating every module; the build's next step,
+// scripts/warm-code-cache.mjs, replaces it with one made after a warm start. Made by the node that
+// builds, i.e. the one that runs it (the Dockerfile builds with the runtime's image); any other
+// node rejects it and compiles the file as before.
 const { loadCommonJs } = await import('../dist/code-cache.js');
 await writeFile('dist/bundle/run.cjs.v8cache', loadCommonJs(resolve('dist/bundle/run.cjs')).createCache());
 

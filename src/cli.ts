@@ -4,8 +4,9 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { EXIT_OK, EXIT_USAGE } from './commands/io.js';
 import { processIo as io, settle, tuneV8ForServing } from './cli-process.js';
 
-// Commands load lazily: `run` must not pay for the simulator's certificate library or the
-// localization schema at start-up (start-to-ready is a benchmark target).
+// Every command line but a plain `run [--config FILE]`, which dist/cli.js (launch.ts) hands to
+// cli-run.ts without commander. Commands load lazily: `run` must not pay for the simulator's
+// certificate library or the localization schema at start-up (start-to-ready is a benchmark target).
 const commands = {
   run: () => import('./commands/run.js').then((m) => m.runCommand),
   demo: () => import('./commands/demo.js').then((m) => m.demoCommand),
