@@ -83,6 +83,11 @@ describe('the plain `run` fast path', () => {
       assert.equal(cacheUsed(ROOT), 'true');
     });
 
+    it('holds code only: no value of the build\'s warm start (its credentials, its temporary paths)', () => {
+      const cache = readFileSync(join(ROOT, 'dist/bundle/run.cjs.v8cache'), 'latin1');
+      for (const value of ['warm-api-key', 'warm-password', 'b2b-warm-']) assert.ok(!cache.includes(value), value);
+    });
+
     it('starts `run` as usual when the cache is absent, corrupt, or made for other source bytes', async () => {
       const absent = distCopy();
       rmSync(join(absent, 'dist/bundle/run.cjs.v8cache'));
