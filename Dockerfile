@@ -31,7 +31,7 @@ WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund && npm ls --all >/dev/null
 COPY tsconfig.json ./
-COPY scripts/bundle.mjs ./scripts/
+COPY scripts/bundle.mjs scripts/warm-code-cache.mjs ./scripts/
 COPY src ./src
 RUN npm run build
 

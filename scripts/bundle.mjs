@@ -2,7 +2,8 @@
 // and compiling ~400 separate module files made `run` take ~700 ms to listen; bundling was the
 // largest single start-up gain (bench/results/findings.md). dist/*.js from tsc stay for library use.
 import { build } from 'esbuild';
-import { rm, writeFile } from 'node:fs/promises';
+import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import * as schemaModule from '../dist/config/schema.js';
@@ -73,4 +74,67 @@ await build({
 });
 // Next to the chunks too: config.ts looks for it beside itself.
 await writeFile('dist/bundle/config-validator.cjs', validatorCode);
-await writeFile('dist/cli.js', "#!/usr/bin/env node\n// Entry point: the bundled CLI (see scripts/bundle.mjs).\nimport './bundle/cli.js';\n", { mode: 0o755 });
+
+// validate-config.js requires the prebuilt validator at run time (so the ESM bundle and the tests
+// can fall back to compiling the schema); in the one-file build it is bundled instead: it then
+// comes from the code cache too, with no separate file or node_modules lookup at start-up.
+const bundledValidator = {
+  name: 'config-validator-bundled',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]validate-config\.js$/ }, async (args) => {
+      const code = await readFile(args.path, 'utf8');
+      const lookup = 'createRequire(import.meta.url)';
+      if (!code.includes(lookup)) throw new Error(`${args.path} no longer has ${lookup}: update scripts/bundle.mjs`);
+      // A function of its own: inside validate-config.js a local `require` shadows the module's.
+      const bundled = "function __b2bBundledRequire(id) { if (id !== '../config-validator.cjs') throw new Error(`not bundled: ${id}`); return require('../config-validator.cjs'); }\n";
+      return { contents: bundled + code.replace(lookup, '__b2bBundledRequire'), loader: 'js' };
+    });
+  },
+};
+
+// The plain `run` as one CommonJS file (src/cli-run.ts, issue 14): the ES module loader resolved,
+// loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
+await build({
+  entryPoints: ['dist/cli-run.js'],
+  outfile: 'dist/bundle/run.cjs',
+  bundle: true,
+  format: 'cjs',
+  platform: 'node',
+  target: 'node20',
+  minify: true,
+  keepNames: false,
+  sourcemap: true,
+  logLevel: 'error',
+  plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema, bundledValidator],
+  // Modules that find files beside themselves (the config validator) read import.meta.url.
+  define: { 'import.meta.url': '__b2bImportMetaUrl' },
+  banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+});
+
+// Its V8 code cache (src/code-cache.ts) from evaluating every module; the build's next step,
+// scripts/warm-code-cache.mjs, replaces it with one made after a warm start. Made by the node that
+// builds, i.e. the one that runs it (the Dockerfile builds with the runtime's image); any other
+// node rejects it and compiles the file as before.
+const { loadCommonJs } = await import('../dist/code-cache.js');
+await writeFile('dist/bundle/run.cjs.v8cache', loadCommonJs(resolve('dist/bundle/run.cjs')).createCache());
+
+// dist/cli.js: the launcher (src/launch.ts) in one file; the bundles it chooses between stay external.
+const bundlesExternal = {
+  name: 'bundles-external',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/bundle\// }, (args) => ({ path: args.path, external: true }));
+  },
+};
+await build({
+  entryPoints: ['dist/launch.js'],
+  outfile: 'dist/cli.js',
+  allowOverwrite: true,
+  bundle: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  logLevel: 'error',
+  plugins: [bundlesExternal],
+  banner: { js: '#!/usr/bin/env node\n// Entry point: see src/launch.ts and scripts/bundle.mjs.' },
+});
+await chmod('dist/cli.js', 0o755);

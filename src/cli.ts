@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { tuneV8ForServing } from './shared/v8-tuning.js';
-import { EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, type CommandIo } from './commands/io.js';
+import { EXIT_OK, EXIT_USAGE } from './commands/io.js';
+import { processIo as io, settle, tuneV8ForServing } from './cli-process.js';
 
-// Commands load lazily: `run` must not pay for the simulator's certificate library or the
-// localization schema at start-up (start-to-ready is a benchmark target).
+// Every command line but a plain `run [--config FILE]`, which dist/cli.js (launch.ts) hands to
+// cli-run.ts without commander. Commands load lazily: `run` must not pay for the simulator's
+// certificate library or the localization schema at start-up (start-to-ready is a benchmark target).
 const commands = {
   run: () => import('./commands/run.js').then((m) => m.runCommand),
   demo: () => import('./commands/demo.js').then((m) => m.demoCommand),
@@ -15,18 +16,6 @@ const commands = {
   translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
   doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
   healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
-};
-
-/**
- * The process entry: the only place that reads argv and the environment, installs signal
- * handlers and sets the exit code. Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration
- * or usage.
- */
-const io: CommandIo = {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  env: process.env,
-  onSignal: (signal, handler) => process.on(signal, handler),
 };
 
 /** The package version; the file sits one level up from dist/ or two from the bundle in dist/bundle/. */
@@ -127,14 +116,4 @@ try {
   result = Promise.resolve(err instanceof CommanderError && err.exitCode === 0 ? EXIT_OK : EXIT_USAGE);
 }
 
-result.then(
-  (code) => {
-    process.exitCode = code;
-    // Only after a second signal: in-flight work is abandoned on purpose.
-    if (code === EXIT_INTERRUPTED) process.exit(code);
-  },
-  (err: unknown) => {
-    io.stderr.write(`error: ${(err as Error).message}\n`);
-    process.exitCode = 1;
-  },
-);
+settle(result);

@@ -36,12 +36,8 @@ function validator(): ValidateFunction {
   const require = createRequire(import.meta.url);
   let validate: ValidateFunction;
   try {
-    const path = require.resolve('../config-validator.cjs');
-    validate = require(path) as ValidateFunction;
-    // The modules it loaded (ajv's runtime helpers) name it as their parent: out of the cache too.
-    const loaded = require.cache[path];
-    delete require.cache[path];
-    for (const child of loaded?.children ?? []) if (child.parent === loaded) delete require.cache[child.id];
+    validate = require('../config-validator.cjs') as ValidateFunction;
+    forget(require, '../config-validator.cjs');
   } catch {
     // ajv itself is loaded only here (a runtime require keeps it out of the CLI bundle: ~110 KB).
     // validateSchema: false skips compiling the meta-schema; test/config/validate-config.test.ts checks it instead.
@@ -50,6 +46,19 @@ function validator(): ValidateFunction {
   }
   held = new WeakRef(validate);
   return validate;
+}
+
+/**
+ * Drops a module from require's cache, with the modules that name it as their parent (ajv's runtime
+ * helpers), so nothing but the caller holds it. In dist/bundle/run.cjs the validator is bundled
+ * (scripts/bundle.mjs, for start-up time) and `require` there is the bundle's own, without a cache.
+ */
+function forget(require: NodeJS.Require, id: string): void {
+  if (typeof require.resolve !== 'function' || !require.cache) return;
+  const path = require.resolve(id);
+  const loaded = require.cache[path];
+  delete require.cache[path];
+  for (const child of loaded?.children ?? []) if (child.parent === loaded) delete require.cache[child.id];
 }
 
 /**

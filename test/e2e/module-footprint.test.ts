@@ -48,6 +48,44 @@ describe('module footprint of `run`', () => {
   });
 });
 
+describe('module footprint of the plain `run` (dist/bundle/run.cjs, loaded by dist/cli.js)', () => {
+  it('loads the same as the run chunk, and neither commander nor any other command', () => {
+    // Loading the file only defines main (src/cli-run.ts), so nothing starts. TypeBox names its
+    // symbols with Symbol.for when its modules evaluate: recorded to show they do not.
+    const script = `
+      const symbols = [];
+      const symbolFor = Symbol.for;
+      Symbol.for = (key) => (symbols.push(key), symbolFor(key));
+      const run = require(${JSON.stringify(`${BUNDLE_RUN}run.cjs`)});
+      process.stdout.write(JSON.stringify({
+        main: typeof run.main,
+        internalUndici: process.moduleLoadList.some((m) => m.includes('internal/deps/undici')),
+        http2: process.moduleLoadList.includes('NativeModule http2'),
+        cjs: Object.keys(require.cache),
+        typebox: symbols.some((key) => key.startsWith('TypeBox.')),
+      }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { main: string; internalUndici: boolean; http2: boolean; cjs: string[]; typebox: boolean };
+    assert.equal(out.main, 'function');
+    // The prebuilt config validator is bundled too (scripts/bundle.mjs), so it comes from the code cache.
+    assert.deepEqual(out.cjs, [`${BUNDLE_RUN}run.cjs`], 'run.cjs required other files when it loaded');
+    assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
+    assert.equal(out.http2, false, 'node:http2 was loaded');
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'commander/'];
+    for (const name of unwanted) assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
+    const { sources } = JSON.parse(readFileSync(`${BUNDLE_RUN}run.cjs.map`, 'utf8')) as { sources: string[] };
+    assert.ok(sources.some((f) => f.includes('node_modules/undici/lib/dispatcher/pool.js')), 'the source map lists the bundled dependencies');
+    // One file has no lazy chunks: the localization part (imported only when configured) is in it
+    // with the translation schema's TypeBox, which must not evaluate when `run` loads.
+    assert.equal(out.typebox, false, 'TypeBox modules were evaluated when run.cjs loaded');
+    for (const name of unwanted.filter((n) => n !== '@sinclair/typebox/')) assert.ok(!sources.some((f) => f.includes(`node_modules/${name}`)), `${name} is bundled into run.cjs`);
+    assert.ok(!sources.some((f) => /src\/(cli\.ts|doctor\/|simulator\/|commands\/(?!run|io|config-problems))/.test(f)), `another command is bundled into run.cjs: ${sources.filter((f) => f.includes('src/')).join(', ')}`);
+  });
+
+  it('is one file: no import() left for the ES module loader', () => {
+    assert.doesNotMatch(readFileSync(`${BUNDLE_RUN}run.cjs`, 'utf8'), /\bimport\(/);
+  });
+});
+
 describe('module footprint of `healthcheck`', () => {
   it('loads the config and node:http only: not the sidecar, the proxy, undici, prom-client or winston (it runs every HEALTHCHECK interval)', () => {
     const chunk = readdirSync(BUNDLE_RUN).find((f) => /^healthcheck-[A-Z0-9]+\.js$/.test(f));

@@ -1,0 +1,44 @@
+// Writes dist/bundle/run.cjs.v8cache after a warm start (src/code-cache.ts, issue 14): runs the
+// plain `run` from run.cjs against the simulated B2B service until the first token, then saves what
+// V8 compiled by then (module evaluation and every start-up function), so a real start compiles
+// almost nothing. Started by scripts/bundle.mjs in a process of its own: `node scripts/warm-code-cache.mjs DIST`.
+// V8 takes a cache only under the flags it was made with, so the V8 tuning `run` applies after
+// loading (src/cli-process.ts) is skipped here: a real start compiles before that tuning too.
+import v8 from 'node:v8';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const dist = resolve(process.argv[2] ?? 'dist');
+const { createB2bSimulator } = await import(join(dist, 'simulator/b2b-simulator.js'));
+const { generateTlsMaterial } = await import(join(dist, 'simulator/certs.js'));
+const { loadCommonJs } = await import(join(dist, 'code-cache.js'));
+
+const work = mkdtempSync(join(tmpdir(), 'b2b-warm-'));
+const tls = await generateTlsMaterial(['127.0.0.1']);
+writeFileSync(join(work, 'ca.pem'), tls.caPem);
+const simulator = createB2bSimulator({ apiKey: 'warm-api-key', password: 'warm-password', ttlSeconds: 900, tls });
+const { url } = await simulator.start();
+const config = join(work, 'sidecar.yaml');
+// The same kind of set-up as production: a service with its own CA file, credentials, both listeners.
+writeFileSync(config, `listen: {port: 0}\nadmin: {port: 0}\nservice: {baseUrl: "${url}", caFile: ${join(work, 'ca.pem')}}\n` +
+  'credentials: {apiKey: warm-api-key, password: warm-password}\n');
+
+v8.setFlagsFromString = () => {};
+const file = loadCommonJs(join(dist, 'bundle/run.cjs'));
+const give = (code, message) => {
+  process.stderr.write(message);
+  rmSync(work, { recursive: true, force: true });
+  process.exit(code);
+};
+// A failure costs only start-up time: warn and keep the evaluation-only cache (the build goes on).
+setTimeout(() => give(0, 'warm-code-cache: WARNING: no token within 20 s; dist/bundle/run.cjs.v8cache stays the one from evaluation alone\n'), 20_000);
+// The sidecar's log goes to stdout: the first token ends the warm-up.
+process.stdout.write = (chunk) => {
+  if (String(chunk).includes('"token obtained"')) {
+    writeFileSync(join(dist, 'bundle/run.cjs.v8cache'), file.createCache());
+    give(0, '');
+  }
+  return true;
+};
+file.exports.main(['run', '--config', config]);
