@@ -14,7 +14,7 @@ interface ExportedValue { labels: Record<string, string | number>; value: number
 /**
  * A request counter and a latency histogram over the same label sets, kept in plain numbers:
  * prom-client's labelled `observe()` and `inc()` build a label object, validate it and hash it to
- * a string on every call, ~1.5 µs per proxied request together (finding 24). Here a request adds
+ * a string on every call, ~1.5 µs per proxied request together (finding 25). Here a request adds
  * to the series its caller looked up once, and the registry reads the totals at scrape time in
  * the exact form prom-client's own Counter and Histogram export them (checked against them in
  * test/observability/request-series.test.ts).

@@ -5,7 +5,7 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
  * The young generation's ceiling while serving: two semi-spaces of 4 MB. V8's default lets it
  * double up to 2 × 16 MB under load (+12 MB of peak RSS, findings 11 and 17); held at its start
  * size (1 MB) it cost ~4 µs of scavenges per proxied request, about a tenth of the CPU (finding
- * 23). At 8 MB a request's objects mostly die young and the scavenge share falls by a third.
+ * 24). At 8 MB a request's objects mostly die young and the scavenge share falls by a third.
  */
 export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
 
@@ -13,7 +13,7 @@ export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
  * Old-space growth between full collections, as a percentage of what survived the last one.
  * V8's own factor for a small heap let old space reach 2.5× its live size under POST load, which
  * set the peak RSS (finding 21); 20 % (V8 still grows by at least a few MB at a time) took
- * ~14 MB off the peak with no measurable CPU cost (finding 23).
+ * ~14 MB off the peak with no measurable CPU cost (finding 24).
  */
 export const OLD_SPACE_GROWTH_PERCENT = 20;
 
