@@ -52,14 +52,9 @@ const frozenSchema = {
   },
 };
 
-// Chunk names carry content hashes: clear the old ones so no stale chunk ships.
-await rm('dist/bundle', { recursive: true, force: true });
-await build({
-  entryPoints: ['dist/cli.js'],
-  outdir: 'dist/bundle',
+/** What both bundles of the sidecar's code share: the ES module bundle and the plain `run` file. */
+const sidecarBundle = {
   bundle: true,
-  splitting: true,
-  format: 'esm',
   platform: 'node',
   target: 'node20',
   minify: true,
@@ -69,6 +64,16 @@ await build({
   sourcemap: true,
   logLevel: 'error',
   plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema],
+};
+
+// Chunk names carry content hashes: clear the old ones so no stale chunk ships.
+await rm('dist/bundle', { recursive: true, force: true });
+await build({
+  ...sidecarBundle,
+  entryPoints: ['dist/cli.js'],
+  outdir: 'dist/bundle',
+  splitting: true,
+  format: 'esm',
   // CommonJS dependencies call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __b2bRequire } from 'node:module'; const require = __b2bRequire(import.meta.url);" },
 });
@@ -95,17 +100,11 @@ const bundledValidator = {
 // The plain `run` as one CommonJS file (src/cli-run.ts, issue 14): the ES module loader resolved,
 // loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
 await build({
+  ...sidecarBundle,
   entryPoints: ['dist/cli-run.js'],
   outfile: 'dist/bundle/run.cjs',
-  bundle: true,
   format: 'cjs',
-  platform: 'node',
-  target: 'node20',
-  minify: true,
-  keepNames: false,
-  sourcemap: true,
-  logLevel: 'error',
-  plugins: [undiciWithoutHttp2, unusedOtel, frozenSchema, bundledValidator],
+  plugins: [...sidecarBundle.plugins, bundledValidator],
   // Modules that find files beside themselves (the config validator) read import.meta.url.
   define: { 'import.meta.url': '__b2bImportMetaUrl' },
   banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
