@@ -8,11 +8,18 @@ import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import * as schemaModule from '../dist/config/schema.js';
 import { AJV_OPTIONS, addAnnotationKeywords } from '../dist/config/validate-config.js';
+import * as weblateSchemas from '../dist/localization/weblate-schemas.js';
 
 // The config validator as standalone code, so `run` does not compile the schema at start-up.
 const ajv = addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, code: { source: true } }));
 const validatorCode = standaloneCode.default(ajv, ajv.compile(schemaModule.ConfigSchema));
 await writeFile('dist/config-validator.cjs', validatorCode);
+
+// The Weblate translation validator too (src/localization/translation-schema.ts looks for it), so
+// neither ajv nor TypeBox is in the bundles: run.cjs is one script whose whole source stays in
+// the heap, and they were 450 KB of it that a sidecar never ran (finding 26).
+const translationAjv = new Ajv({ ...weblateSchemas.TRANSLATION_AJV_OPTIONS, code: { source: true } });
+await writeFile('dist/translation-validator.cjs', standaloneCode.default(translationAjv, translationAjv.compile(weblateSchemas.TranslationSchema)));
 
 
 // undici's HTTP/2 client loads node:http2 when imported (~10 ms of start-up on one core) though
@@ -38,17 +45,17 @@ const unusedOtel = {
   },
 };
 
-// The config schema as plain JSON in the bundle: TypeBox only builds it (~180 KB of library code at
-// start-up), and every runtime reader (defaults, env names, redaction, the prebuilt validator) sees
-// a plain JSON Schema. TypeBox's symbol keys are not read at run time; test/e2e/module-footprint.test.ts
-// checks that typebox stays out of `run`, and the config tests run on the built CLI too.
+// The config schema and the Weblate schemas as plain JSON in the bundle: TypeBox only builds them
+// (~180 KB of library code at start-up), and every runtime reader (defaults, env names, redaction,
+// the prebuilt validators) sees a plain JSON Schema. TypeBox's symbol keys are not read at run time;
+// test/e2e/module-footprint.test.ts checks that typebox stays out of `run`, and the config tests run
+// on the built CLI too.
+const asJson = (module) => Object.entries(module).map(([name, value]) => `export const ${name} = ${JSON.stringify(value)};`).join('\n');
 const frozenSchema = {
-  name: 'config-schema-as-json',
+  name: 'schemas-as-json',
   setup(build) {
-    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]schema\.js$/ }, () => ({
-      contents: Object.entries(schemaModule).map(([name, value]) => `export const ${name} = ${JSON.stringify(value)};`).join('\n'),
-      loader: 'js',
-    }));
+    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]schema\.js$/ }, () => ({ contents: asJson(schemaModule), loader: 'js' }));
+    build.onLoad({ filter: /[\\/]dist[\\/]localization[\\/]weblate-schemas\.js$/ }, () => ({ contents: asJson(weblateSchemas), loader: 'js' }));
   },
 };
 

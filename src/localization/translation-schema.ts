@@ -1,6 +1,10 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject } from 'ajv';
+import { createRequire } from 'node:module';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { InvalidResponseError } from '../shared/errors.js';
+import { TRANSLATION_AJV_OPTIONS, TranslationSchema, type Language, type Translation } from './weblate-schemas.js';
+
+export { TranslationSchema } from './weblate-schemas.js';
+export type { Component, Language, Project, Translation } from './weblate-schemas.js';
 
 /**
  * A tolerant reader of Weblate's translation object: it validates only the fields the product
@@ -12,68 +16,24 @@ import { InvalidResponseError } from '../shared/errors.js';
  * link fields come and go. Objects tolerate extra properties (TypeBox's default).
  */
 
-/** `T | null` as one JSON Schema type list, so a wrong value yields one readable ajv error. */
-const Nullable = <T extends TSchema>(schema: T) =>
-  Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
-
-const Count = () => Type.Integer({ minimum: 0 });
-const Percent = () => Type.Number({ minimum: 0, maximum: 100 });
-/** ISO 8601 date-time: naive (Weblate's docs), or with the server's offset or `Z` (DRF with USE_TZ). */
-const DATE_TIME = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}(:\\d{2}(\\.\\d+)?)?(Z|[+-]\\d{2}:?\\d{2})?$';
-
-export const LanguageSchema = Type.Object({
-  code: Type.String({ minLength: 1 }),
-  name: Type.String(),
-});
-
-/** Where it is given: on the component since Weblate 4.3, on the project before. */
-const SourceLanguage = () => Type.Optional(Nullable(LanguageSchema));
-
-export const ProjectSchema = Type.Object({
-  name: Type.String(),
-  slug: Type.String({ minLength: 1 }),
-  source_language: SourceLanguage(),
-});
-
-export const ComponentSchema = Type.Object({
-  name: Type.String(),
-  slug: Type.String({ minLength: 1 }),
-  project: ProjectSchema,
-  source_language: SourceLanguage(),
-});
-
-export const TranslationSchema = Type.Object({
-  language: LanguageSchema,
-  component: ComponentSchema,
-  language_code: Type.String({ minLength: 1 }),
-  total: Count(),
-  total_words: Count(),
-  translated: Count(),
-  translated_words: Count(),
-  translated_percent: Percent(),
-  fuzzy: Count(),
-  fuzzy_words: Count(),
-  fuzzy_percent: Percent(),
-  failing_checks: Count(),
-  failing_checks_words: Count(),
-  failing_checks_percent: Percent(),
-  have_suggestion: Count(),
-  have_comment: Count(),
-  // Null for a translation nobody has changed yet.
-  last_change: Nullable(Type.String({ pattern: DATE_TIME })),
-  // Shown by the summary when present; nothing else depends on them.
-  last_author: Type.Optional(Nullable(Type.String())),
-  web_url: Type.Optional(Nullable(Type.String())),
-  translate_url: Type.Optional(Nullable(Type.String())),
-});
-
-export type Language = Static<typeof LanguageSchema>;
-export type Project = Static<typeof ProjectSchema>;
-export type Component = Static<typeof ComponentSchema>;
-export type Translation = Static<typeof TranslationSchema>;
-
-const ajv = new Ajv({ allErrors: false, strict: true });
-const validate = ajv.compile<Translation>(TranslationSchema);
+/**
+ * The validator, made once: the build writes it as standalone code (dist/translation-validator.cjs,
+ * one level up from dist/localization/ and from the bundles in dist/bundle/), so a sidecar with
+ * localization neither loads ajv nor compiles the schema at start-up; from sources (tests) it is
+ * compiled here. ajv is required at run time only then, which keeps it out of the bundles.
+ */
+let compiled: ValidateFunction<Translation> | undefined;
+function validator(): ValidateFunction<Translation> {
+  if (compiled) return compiled;
+  const require = createRequire(import.meta.url);
+  try {
+    compiled = require('../translation-validator.cjs') as ValidateFunction<Translation>;
+  } catch {
+    const { Ajv } = require('ajv') as typeof import('ajv');
+    compiled = new Ajv(TRANSLATION_AJV_OPTIONS).compile<Translation>(TranslationSchema);
+  }
+  return compiled;
+}
 
 /**
  * Validates a decoded translation answer. Throws {@link InvalidResponseError} naming the first
@@ -81,6 +41,7 @@ const validate = ajv.compile<Translation>(TranslationSchema);
  * answer is never shown or exported as if it were fine.
  */
 export function parseTranslation(json: unknown): Translation {
+  const validate = validator();
   if (!validate(json)) {
     const { field, reason } = describe(validate.errors?.[0]);
     throw new InvalidResponseError(field, reason);
