@@ -24,10 +24,11 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
  * dist/bundle/) so the CLI does not compile it at every start (~60 ms); from sources (tests) it
  * is compiled here.
  *
- * `run` validates once, at start-up: held for ever, the validator's 166 KB of source and its
- * bytecode stayed in the heap of every idle sidecar. It is held weakly instead (and neither it nor
- * the helpers it loaded stay in require's cache), so the first full collection after start-up frees it; a process that
- * validates again (tests, check-config) reuses it while it is alive.
+ * A process validates once, at start-up: held for ever, the validator's 166 KB of source and its
+ * bytecode stay in the heap. It is held weakly instead (and neither it nor the helpers it loaded
+ * stay in require's cache), so the first full collection after start-up frees it; a process that
+ * validates again (tests) reuses it while it is alive. In dist/bundle/run.cjs it is bundled
+ * (scripts/bundle.mjs, for start-up time) and stays with the bundle's source (finding 26).
  */
 let held: WeakRef<ValidateFunction> | undefined;
 function validator(): ValidateFunction {

@@ -5,7 +5,7 @@
  */
 import type { Registry } from 'prom-client';
 import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
-import { RequestSeries, type Series } from './request-series.js';
+import { RequestSeries } from './request-series.js';
 
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
 export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
@@ -158,8 +158,6 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     collect() { this.set(scrape.replayHeldBytes()); },
   });
 
-  // Keyed by a number built from the three normalised labels: no string or label object per call.
-  const children = new Map<number, Series>();
 
   return {
     tokenRefreshed(result, seconds) {
@@ -181,12 +179,9 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
       const methodIndex = METHOD_INDEX.get(method) ?? OTHER_METHOD;
       const status = statusLabel(code);
       const key = (routeIndex * METHODS.length + methodIndex) * 1000 + status;
-      let child = children.get(key);
-      if (!child) {
-        child = requests.add({ route: routeIndex === 1 ? 'localization' : 'service', method: METHODS[methodIndex]!, code: String(status) });
-        children.set(key, child);
-      }
-      requests.observe(child, duration(seconds));
+      const series = requests.get(key)
+        ?? requests.add(key, { route: routeIndex === 1 ? 'localization' : 'service', method: METHODS[methodIndex]!, code: String(status) });
+      requests.observe(series, duration(seconds));
     },
   };
 }

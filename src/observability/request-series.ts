@@ -21,16 +21,24 @@ interface ExportedValue { labels: Record<string, string | number>; value: number
  */
 export class RequestSeries {
   readonly #bounds: readonly number[];
-  readonly #series: Series[] = [];
+  #series: Series[] = [];
+  /** By the caller's numeric key for a label set: no string or label object per request. */
+  #byKey = new Map<number, Series>();
 
   constructor(bounds: readonly number[]) {
     this.#bounds = [...bounds].sort((a, b) => a - b);
   }
 
-  /** A new label set, exported from now on (in the order created, as prom-client does). */
-  add(labels: Readonly<Record<string, string>>): Series {
+  /** The series added under the caller's numeric `key` for its label set, if any. */
+  get(key: number): Series | undefined {
+    return this.#byKey.get(key);
+  }
+
+  /** A new label set under `key`, exported from now on (in the order added, as prom-client does). */
+  add(key: number, labels: Readonly<Record<string, string>>): Series {
     const series: Series = { labels, perBucket: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 };
     this.#series.push(series);
+    this.#byKey.set(key, series);
     return series;
   }
 
@@ -79,13 +87,12 @@ export class RequestSeries {
     const metric = {
       ...info,
       aggregator: 'sum',
-      get: async () => ({ name: info.name, help: info.help, type: info.type, values: values(), aggregator: 'sum' }),
+      // `metric.name`, not the name given: an OpenMetrics registry renames counters (drops `_total`).
+      get: async () => ({ name: metric.name, help: info.help, type: info.type, values: values(), aggregator: 'sum' }),
+      // As prom-client's reset(): the label sets go too, and come back with their next request.
       reset: () => {
-        for (const s of this.#series) {
-          s.perBucket.fill(0);
-          s.sum = 0;
-          s.count = 0;
-        }
+        this.#series = [];
+        this.#byKey = new Map();
       },
     };
     registry.registerMetric(metric as unknown as Parameters<Registry['registerMetric']>[0]);

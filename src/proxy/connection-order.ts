@@ -42,7 +42,9 @@ export function admitInOrder(req: IncomingMessage, res: ServerResponse, dispatch
   const entry: Entry = { req, res, dispatch };
   state.entries.push(entry);
   res.on('close', () => { // a response closes once (its _closed flag); `on` saves `once`'s wrapper
-    state.entries.splice(state.entries.indexOf(entry), 1);
+    const i = state.entries.indexOf(entry);
+    if (i === -1) return; // closed already: never remove another request's entry
+    state.entries.splice(i, 1);
     // After a `Connection: close` answer Node answers no later request (it may still parse one
     // whose bytes followed), so none may go upstream; the socket's close closes them.
     if ((res as NodeResponse)._last) state.last = true;

@@ -201,7 +201,15 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
         return send(renewed, false).catch((err: unknown) => retry(renewed, err));
       }).then(deliver);
     };
-    return send(credentials, false).then(answered, (err: unknown) => retry(credentials, err).then(answered));
+    let first: Promise<UpstreamResponse>;
+    try {
+      first = send(credentials, false);
+    } catch (err) {
+      // A synchronous throw (building the headers, an engine that throws) fails like a rejection:
+      // answered, and the body released, by the caller.
+      first = Promise.reject(err);
+    }
+    return first.then(answered, (err: unknown) => retry(credentials, err).then(answered));
   }
 
   /**

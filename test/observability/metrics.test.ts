@@ -117,7 +117,7 @@ describe('createMetrics', () => {
     const { registry, metrics } = setup();
     const original = RequestSeries.prototype.add;
     let added = 0;
-    RequestSeries.prototype.add = function (this: RequestSeries, labels) { added++; return original.call(this, labels); };
+    RequestSeries.prototype.add = function (this: RequestSeries, key, labels) { added++; return original.call(this, key, labels); };
     try {
       for (let i = 0; i < 10_000; i++) metrics.responseStarted('service', `BOGUS${i}`, 200, 0.001);
       assert.equal(added, 1, 'one series for the one label set, then the cache');

@@ -10,24 +10,26 @@ const LABELS = ['route', 'method', 'code'] as const;
  * The same observations through prom-client's own Counter and Histogram (the library's
  * exposition is the reference: Prometheus and promtool read it) and through RequestSeries.
  */
-function both(observations: Array<[Record<'route' | 'method' | 'code', string>, number]>) {
+function both(observations: Array<[Record<'route' | 'method' | 'code', string>, number]>, contentType?: string) {
   const reference = new Registry();
+  if (contentType) reference.setContentType(contentType as never);
   const counter = new Counter({ name: 'x_requests_total', help: 'Requests.', labelNames: LABELS, registers: [reference] });
   const histogram = new Histogram({ name: 'x_duration_seconds', help: 'Durations.', labelNames: LABELS, buckets: BUCKETS, registers: [reference] });
   const ours = new Registry();
+  if (contentType) ours.setContentType(contentType as never);
   const series = new RequestSeries(BUCKETS);
   series.registerCounter(ours, { name: 'x_requests_total', help: 'Requests.', labelNames: LABELS });
   series.registerHistogram(ours, { name: 'x_duration_seconds', help: 'Durations.', labelNames: LABELS });
-  const byKey = new Map<string, ReturnType<RequestSeries['add']>>();
-  for (const [labels, value] of observations) {
+  const keys = new Map<string, number>();
+  const record = (labels: Record<'route' | 'method' | 'code', string>, value: number) => {
     counter.inc(labels);
     histogram.observe(labels, value);
-    const key = JSON.stringify(labels);
-    let s = byKey.get(key);
-    if (!s) byKey.set(key, (s = series.add(labels)));
-    series.observe(s, value);
-  }
-  return { reference, ours };
+    const name = JSON.stringify(labels);
+    const key = keys.get(name) ?? keys.set(name, keys.size).size - 1;
+    series.observe(series.get(key) ?? series.add(key, labels), value);
+  };
+  for (const [labels, value] of observations) record(labels, value);
+  return { reference, ours, record };
 }
 
 describe('RequestSeries', () => {
@@ -51,6 +53,21 @@ describe('RequestSeries', () => {
 
   it('exports nothing before the first request, as a labelled prom-client metric does', async () => {
     const { reference, ours } = both([]);
+    assert.equal(await ours.metrics(), await reference.metrics());
+  });
+
+  it('matches prom-client in an OpenMetrics registry (counters lose `_total` from their family name)', async () => {
+    const { reference, ours } = both([[{ route: 'service', method: 'GET', code: '200' }, 0.003]], Registry.OPENMETRICS_CONTENT_TYPE);
+    assert.equal(await ours.metrics(), await reference.metrics());
+  });
+
+  it('drops its label sets on resetMetrics(), as prom-client does, and counts again from the next request', async () => {
+    const get = { route: 'service', method: 'GET', code: '200' };
+    const { reference, ours, record } = both([[get, 0.003], [{ ...get, code: '503' }, 0.2]]);
+    reference.resetMetrics();
+    ours.resetMetrics();
+    assert.equal(await ours.metrics(), await reference.metrics());
+    record(get, 0.004);
     assert.equal(await ours.metrics(), await reference.metrics());
   });
 });
