@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { Script } from 'node:vm';
 
 /**
@@ -20,7 +20,7 @@ export function loadCommonJs(filename: string): CommonJsFile {
   const cachedData = cacheFor(filename, digest);
   // The wrapper sits on a line of its own (lineOffset -1) so positions match the file and its source map.
   const script = new Script(`(function (exports, require, module, __filename, __dirname) {\n${source}\n})`, {
-    filename,
+    filename: scriptName(filename),
     lineOffset: -1,
     cachedData,
   });
@@ -39,6 +39,15 @@ export interface CommonJsFile {
   cacheUsed: boolean;
   /** The cache file's contents for the file as compiled so far (call after evaluating what start-up runs). */
   createCache(): Buffer;
+}
+
+/**
+ * The name stack traces show for the file. Not its path: a script compiled from a cache keeps the
+ * name it had when the cache was made, so the build's directory (a developer's home, the image's
+ * build stage) would be written into the shipped cache and shown in every trace of a running sidecar.
+ */
+function scriptName(filename: string): string {
+  return `b2b-sidecar/dist/bundle/${basename(filename)}`;
 }
 
 const DIGEST_BYTES = 20;

@@ -83,9 +83,27 @@ describe('the plain `run` fast path', () => {
       assert.equal(cacheUsed(ROOT), 'true');
     });
 
-    it('holds code only: no value of the build\'s warm start (its credentials, its temporary paths)', () => {
+    it('holds code only: no value of the build\'s warm start (its credentials, its temporary paths), nor the build\'s directory', () => {
       const cache = readFileSync(join(ROOT, 'dist/bundle/run.cjs.v8cache'), 'latin1');
-      for (const value of ['warm-api-key', 'warm-password', 'b2b-warm-']) assert.ok(!cache.includes(value), value);
+      for (const value of ['warm-api-key', 'warm-password', 'b2b-warm-', ROOT]) assert.ok(!cache.includes(value), value);
+    });
+
+    it('names the file the same in stack traces wherever the package is installed, cache or not', () => {
+      const where = (dir: string) => execFileSync(process.execPath, ['--input-type=module', '-e',
+        `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/code-cache.js'))});
+         const file = loadCommonJs(${JSON.stringify(join(dir, 'dist/bundle/run.cjs'))});
+         try { file.exports.main(['not-a-plain-run']); } catch (err) { process.stdout.write(file.cacheUsed + ' ' + err.stack.split('\\n')[1]); }`], { encoding: 'utf8' });
+      const moved = distCopy();
+      const cold = distCopy();
+      rmSync(join(cold, 'dist/bundle/run.cjs.v8cache'));
+      for (const [dir, cached] of [[moved, 'true'], [cold, 'false']] as const) {
+        const out = where(dir);
+        const used = out.slice(0, out.indexOf(' '));
+        const frame = out.slice(out.indexOf(' ') + 1);
+        assert.equal(used, cached, dir);
+        assert.match(frame, /\(b2b-sidecar\/dist\/bundle\/run\.cjs:\d+:\d+\)/, frame);
+        assert.ok(!frame.includes(ROOT), frame);
+      }
     });
 
     it('starts `run` as usual when the cache is absent, corrupt, or made for other source bytes', async () => {
