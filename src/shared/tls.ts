@@ -81,10 +81,28 @@ export function trustContext(ca: TrustedCas | undefined): SecureContext | undefi
 function buildContext(ca: TrustedCas): SecureContext {
   const native = tls.createSecureContext() as SecureContext & { context?: { addCACert?: (pem: string) => void } };
   if (typeof native.context?.addCACert === 'function') {
+    // Adding a CA gives the context a store of its own, made from Node's bundled roots only: the
+    // certificates of NODE_EXTRA_CA_CERTS, which Node adds to its default store, would be lost.
+    const extra = nodeExtraCaCerts();
+    if (extra) native.context.addCACert(extra);
     native.context.addCACert(ca.extraPem);
     return native;
   }
   return tls.createSecureContext({ ca: caCertificates(ca) });
+}
+
+/**
+ * The PEM text of NODE_EXTRA_CA_CERTS, which Node read at its start; undefined when unset or
+ * unreadable (Node then printed its own warning and trusts without it too).
+ */
+function nodeExtraCaCerts(): string | undefined {
+  const file = process.env.NODE_EXTRA_CA_CERTS;
+  if (!file) return undefined;
+  try {
+    return readFileSync(file, 'latin1');
+  } catch {
+    return undefined;
+  }
 }
 
 const contexts = new WeakMap<TrustedCas, SecureContext>();

@@ -3,7 +3,8 @@ import { createServer } from 'node:https';
 import { request, type RequestOptions } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { caCertificates, loadTrustedCas, pemCertificatesProblem, trustContext } from '../../src/shared/tls.js';
@@ -94,5 +95,43 @@ describe('trusted CAs', () => {
     const truncated = tls.caPem.replace(/\n[A-Za-z0-9+/=]+\n-----END/, '\n-----END');
     assert.notEqual(truncated, tls.caPem);
     assert.match(pemCertificatesProblem(truncated) ?? '', /is not an X\.509 certificate/);
+  });
+});
+
+describe('trusted CAs with NODE_EXTRA_CA_CERTS', () => {
+  it('keeps the CAs Node was started with besides caFile\'s (adding a CA used to drop them)', async () => {
+    const { generateTlsMaterial } = await import('../../src/simulator/certs.js');
+    const { mkdtempSync, writeFileSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const viaFile = await testTls();
+    const viaEnv = await generateTlsMaterial(['localhost', '127.0.0.1']);
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-extra-ca-'));
+    const envCa = join(dir, 'extra-ca.pem');
+    writeFileSync(envCa, viaEnv.caPem);
+    const servers = await Promise.all([viaFile, viaEnv].map(async (m) => {
+      const server = createServer({ cert: m.certPem, key: m.keyPem }, (_q, r) => r.end('ok'));
+      await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+      return server;
+    }));
+    try {
+      const [filePort, envPort] = servers.map((s) => (s.address() as AddressInfo).port);
+      // A fresh process: Node reads NODE_EXTRA_CA_CERTS when it starts.
+      const script = `
+        const { request } = await import('node:https');
+        const { loadTrustedCas, trustContext } = await import(${JSON.stringify(TLS_MODULE)});
+        const secureContext = trustContext(loadTrustedCas(${JSON.stringify(viaFile.caFile)}));
+        const get = (port) => new Promise((resolve) => {
+          const req = request({ host: '127.0.0.1', port, servername: 'localhost', agent: false, secureContext }, (res) => { res.resume(); resolve(res.statusCode); });
+          req.on('error', (err) => resolve(err.code));
+          req.end();
+        });
+        process.stdout.write(JSON.stringify([await get(${filePort}), await get(${envPort})]));`;
+      // Asynchronously: the servers answer from this process.
+      const { stdout: out } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, NODE_EXTRA_CA_CERTS: envCa } });
+      assert.deepEqual(JSON.parse(out), [200, 200], 'caFile\'s CA, then the NODE_EXTRA_CA_CERTS one');
+    } finally {
+      for (const server of servers) server.close();
+    }
   });
 });
