@@ -18,49 +18,23 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
 }
 
 /**
- * The schema is static, so the validator is compiled once. allErrors so every problem is reported
- * at once; useDefaults fills in every default. The build writes the same validator as standalone
+ * Compiled once per process: the schema is static. allErrors so every problem is reported at
+ * once; useDefaults fills in every default. The build writes the same validator as standalone
  * code in dist/ (dist/config-validator.cjs: one level up from dist/config/ and from the bundle's
  * dist/bundle/) so the CLI does not compile it at every start (~60 ms); from sources (tests) it
  * is compiled here.
- *
- * A process validates once, at start-up: held for ever, the validator's 166 KB of source and its
- * bytecode stay in the heap. It is held weakly instead (and neither it nor the helpers it loaded
- * stay in require's cache), so the first full collection after start-up frees it; a process that
- * validates again (tests) reuses it while it is alive. In dist/bundle/run.cjs it is bundled
- * (scripts/bundle.mjs, for start-up time) and stays with the bundle's source (finding 26).
  */
-let held: WeakRef<ValidateFunction> | undefined;
-function validator(): ValidateFunction {
-  const alive = held?.deref();
-  if (alive) return alive;
+const validate = ((): ValidateFunction => {
   const require = createRequire(import.meta.url);
-  let validate: ValidateFunction;
   try {
-    validate = require('../config-validator.cjs') as ValidateFunction;
-    forget(require, '../config-validator.cjs');
+    return require('../config-validator.cjs') as ValidateFunction;
   } catch {
     // ajv itself is loaded only here (a runtime require keeps it out of the CLI bundle: ~110 KB).
     // validateSchema: false skips compiling the meta-schema; test/config/validate-config.test.ts checks it instead.
     const { Ajv: AjvClass } = require('ajv') as typeof import('ajv');
-    validate = addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
+    return addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
   }
-  held = new WeakRef(validate);
-  return validate;
-}
-
-/**
- * Drops a module from require's cache, with the modules that name it as their parent (ajv's runtime
- * helpers), so nothing but the caller holds it. In dist/bundle/run.cjs the validator is bundled
- * (scripts/bundle.mjs, for start-up time) and `require` there is the bundle's own, without a cache.
- */
-function forget(require: NodeJS.Require, id: string): void {
-  if (typeof require.resolve !== 'function' || !require.cache) return;
-  const path = require.resolve(id);
-  const loaded = require.cache[path];
-  delete require.cache[path];
-  for (const child of loaded?.children ?? []) if (child.parent === loaded) delete require.cache[child.id];
-}
+})();
 
 /**
  * Validates raw configuration (parsed YAML/JSON plus env overrides) and returns it with every
@@ -78,7 +52,6 @@ export function validateConfig(raw: unknown): Config {
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw new ConfigError(['(root): must be a mapping of keys to values']);
   }
-  const validate = validator();
   const problems: string[] = validate(data) ? [] : schemaProblems(validate.errors ?? [], data);
   checkSemantics(data as Record<string, unknown>, (path, reason) => problems.push(formatProblem(path, reason)));
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
