@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { runCommand } from './commands/run.js';
 import { plainRunArgs } from './plain-run-args.js';
-import { processIo, settle, tuneV8ForServing } from './cli-process.js';
+import { processIo, settle, surviveLostOutput, tuneV8ForServing } from './cli-process.js';
 
 /**
  * The second process entry: a plain `run` (plain-run-args.ts). scripts/bundle.mjs builds it into
@@ -13,6 +13,7 @@ import { processIo, settle, tuneV8ForServing } from './cli-process.js';
 export function main(argv: readonly string[]): void {
   const args = plainRunArgs(argv);
   if (!args) throw new Error(`cli-run: not a plain run command line: ${argv.join(' ')}`);
+  surviveLostOutput();
   loadLazyBuiltins();
   tuneV8ForServing();
   settle(runCommand(args, processIo));

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT_OK, EXIT_USAGE } from './commands/io.js';
-import { processIo as io, settle, tuneV8ForServing } from './cli-process.js';
+import { processIo as io, settle, surviveLostOutput, tuneV8ForServing } from './cli-process.js';
 
 // Every command line but a plain `run [--config FILE]`, which dist/cli.js (launch.ts) hands to
 // cli-run.ts without commander. Commands load lazily: `run` must not pay for the simulator's
@@ -105,6 +105,7 @@ program.command('healthcheck').description('exit 0 when /healthz on the configur
   .addOption(configOption())
   .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
+surviveLostOutput();
 try {
   program.parse(process.argv);
   if (process.argv.length <= 2) {

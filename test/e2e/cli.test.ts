@@ -120,6 +120,32 @@ describe('command line', () => {
     }
   });
 
+  it('run keeps serving when the reader of its log goes away (EPIPE on stdout), and still drains to exit 0', async () => {
+    const sim = await startSimulator();
+    try {
+      const file = await configFor(sim.baseUrl, 'log: { requests: true }');
+      const p = spawnCli(['run', '--config', file]);
+      const started = await p.waitFor(/"listen":"127\.0\.0\.1:(\d+)","admin":"127\.0\.0\.1:(\d+)"/);
+      const [port, adminPort] = [started[1], started[2]];
+      await p.waitFor(/token obtained/);
+      // The log collector dies: the read end of the sidecar's stdout pipe closes.
+      p.child.stdout.destroy();
+      // Each request logs a line (log.requests), the first of them into the closed pipe.
+      for (let i = 0; i < 3; i++) {
+        const answer = await fetch(`http://127.0.0.1:${port}/pub/b2b/v1/objects/${CREDENTIALS.rkObjectId}`);
+        assert.equal(answer.status, 200);
+        await answer.arrayBuffer();
+      }
+      assert.equal((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status, 200);
+      p.child.kill('SIGTERM');
+      assert.equal(await p.exited, 0, p.stderr());
+      assert.match(p.stderr(), /^warning: stdout failed \(EPIPE\); its output stops, the process goes on$/m);
+      assert.doesNotMatch(p.stderr(), /Unhandled 'error' event/);
+    } finally {
+      await sim.stop();
+    }
+  });
+
   it('a second signal exits at once instead of waiting for the drain', async () => {
     const sim = await startSimulator();
     try {
