@@ -5,7 +5,7 @@
  *   node --import tsx bench/bench.ts [--smoke] [--rounds N] [--seconds S] [--latency-seconds S]
  *     [--post-seconds S] [--warmup-seconds S] [--idle-seconds S] [--stream-mib N]
  *     [--rotation-seconds S] [--budget-seconds S]
- *     [--only direct,nginx,bare,bare-undici,sidecar-undici,sidecar-http-proxy,replay-on,replay-off]
+ *     [--only direct,nginx,bare,bare-undici,bare-undici-tuned,sidecar-undici,sidecar-http-proxy,replay-on,replay-off]
  *     [--out FILE] [--strict] [--dist DIR (an alternative build of the sidecar, for experiments)]
  *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's, for experiments)]
  */
@@ -16,7 +16,7 @@ import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
 import { cpuMicros, machineTicks, MB, privateMemory, privatePeakSampler, statusBytes, sumStatus, type PrivateMemory } from './lib/proc.js';
 import { REPLAY_CONFIGS, runReplayRound, type ReplayConfig, type ReplaySample } from './lib/replay-post.js';
 import {
-  API_KEY, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeOptions, sidecarCli, startBare, startNginx, startSidecar, startUpstream,
+  API_KEY, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeOptions, sidecarCli, startBare, TLS_CLIENT_FLOOR_SCRIPT, startNginx, startSidecar, startTunedFloor, startUpstream,
   touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
 } from './lib/setup.js';
 import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
@@ -24,13 +24,14 @@ import { fmt, max, median, min, ratio } from './lib/stats.js';
 import { streamThrough, type StreamResult } from './lib/stream.js';
 import { issue14Verdicts, renderReplayTable, renderVerdicts, replayRows, replayVerdicts } from './lib/targets.js';
 
-const CONFIGS = ['direct', 'nginx', 'bare', 'bare-undici', 'sidecar-undici', 'sidecar-http-proxy'] as const;
+const CONFIGS = ['direct', 'nginx', 'bare', 'bare-undici', 'bare-undici-tuned', 'sidecar-undici', 'sidecar-http-proxy'] as const;
 type ConfigName = (typeof CONFIGS)[number];
 const LABEL: Record<ConfigName, string> = {
   direct: 'direct (no proxy)',
   nginx: 'nginx, 1 worker',
   bare: 'bare http-proxy (engine alone)',
   'bare-undici': 'bare undici dispatch (Node floor)',
+  'bare-undici-tuned': 'bare undici dispatch, the sidecar\'s trust store and V8 settings (tuned floor)',
   'sidecar-undici': 'b2b-sidecar, engine undici',
   'sidecar-http-proxy': 'b2b-sidecar, engine http-proxy',
 };
@@ -60,7 +61,7 @@ interface Options {
 function parseArgs(argv: string[]): Options {
   const o: Options = {
     smoke: false, rounds: 3, seconds: 3, latencySeconds: 2, postSeconds: 2, warmupSeconds: 3,
-    idleSeconds: 60, streamMiB: 1024, rotationSeconds: 6, only: [...CONFIGS], replay: [...REPLAY_CONFIGS], budgetSeconds: 340,
+    idleSeconds: 60, streamMiB: 1024, rotationSeconds: 6, only: [...CONFIGS], replay: [...REPLAY_CONFIGS], budgetSeconds: 380,
     out: join(ROOT, 'bench', 'results', 'latest.md'), strict: false,
   };
   const num = (name: string, v: string | undefined, lo: number, hi: number) => {
@@ -121,7 +122,7 @@ interface Sample {
 }
 
 /** Idle memory of a sidecar per engine, and of the bare undici proxy as the floor. */
-interface IdleResult { name: Engine | 'bare-undici'; seconds: number; rss?: number; priv?: PrivateMemory; error?: string }
+interface IdleResult { name: Engine | 'bare-undici' | 'bare-undici-tuned'; seconds: number; rss?: number; priv?: PrivateMemory; error?: string }
 interface RotationResult { engine: Engine; load?: LoadResult; gentoken?: number; unauthorized?: number; expired?: number; error?: string }
 interface StreamRun { engine: Engine; down?: StreamResult; up?: StreamResult; error?: string }
 
@@ -146,7 +147,7 @@ async function main(): Promise<number> {
     const msg = 'dist/cli.js is missing (run `npm run build`): skipping the b2b-sidecar configurations';
     log(msg);
     notes.push(msg);
-    configs = configs.filter((c) => !c.startsWith('sidecar'));
+    configs = configs.filter((c) => !c.startsWith('sidecar') && c !== 'bare-undici-tuned');
   }
   const replayConfigs = haveDist ? opts.replay : [];
   if (LOAD_TOOL !== 'wrk') notes.push('wrk is not installed: load from autocannon (Node, heavier; absolute figures not comparable with wrk runs)');
@@ -162,11 +163,14 @@ async function main(): Promise<number> {
   const replayFailed = new Map<ReplayConfig, string>();
   /** `node -e 0` wall times on the proxy CPU, one before each sidecar start. */
   const startFloor: number[] = [];
+  /** The same for a process that builds Node's TLS trust store and exits. */
+  const tlsStartFloor: number[] = [];
   const sampleStartFloor = async () => {
     try {
       startFloor.push(await nodeStartFloorMs());
+      tlsStartFloor.push(await nodeStartFloorMs(TLS_CLIENT_FLOOR_SCRIPT));
     } catch (err) {
-      notes.push(`node -e 0 failed: ${(err as Error).message}`);
+      notes.push(`node -e failed: ${(err as Error).message}`);
     }
   };
   const idleTimers: Array<Promise<void>> = [];
@@ -190,12 +194,13 @@ async function main(): Promise<number> {
     if (opts.idleSeconds > 0) {
       const idlers: Array<IdleResult['name']> = [
         ...(configs.includes('bare-undici') ? ['bare-undici' as const] : []),
+        ...(configs.includes('bare-undici-tuned') ? ['bare-undici-tuned' as const] : []),
         ...(haveDist ? ENGINES.filter((e) => configs.includes(engineConfig(e))) : []),
       ];
       for (const name of idlers) {
         try {
-          const proc = name === 'bare-undici'
-            ? await startBare(up, caFile, token, 'bare-undici.mjs')
+          const proc = name === 'bare-undici' ? await startBare(up, caFile, token, 'bare-undici.mjs')
+            : name === 'bare-undici-tuned' ? await startTunedFloor(up, caFile, token)
             : await startSidecar(join(work, 'idle'), up, caFile, name, `idle-${name}`);
           await touch(proc.port, '/pub/b2b/v1/json1k', 10);
           const result: IdleResult = { name, seconds: opts.idleSeconds };
@@ -217,6 +222,7 @@ async function main(): Promise<number> {
         case 'nginx': return startNginx(work, up, caFile, token);
         case 'bare': return startBare(up, caFile, token);
         case 'bare-undici': return startBare(up, caFile, token, 'bare-undici.mjs');
+        case 'bare-undici-tuned': return startTunedFloor(up, caFile, token);
         case 'sidecar-undici': await sampleStartFloor(); return startSidecar(join(work, 'sc'), up, caFile, 'undici');
         case 'sidecar-http-proxy': await sampleStartFloor(); return startSidecar(join(work, 'sc'), up, caFile, 'http-proxy');
       }
@@ -286,8 +292,8 @@ async function main(): Promise<number> {
             s.peakPrivate = maxPrivate(privGet, privPost);
           }
           if (proxy && 'readyMs' in proxy) {
-            s.readyMs = (proxy as SidecarProc).readyMs;
-            s.tokenRttMs = (proxy as SidecarProc).tokenRttMs;
+            s.readyMs = (proxy as ProxyProc & { readyMs: number }).readyMs;
+            if ('tokenRttMs' in proxy) s.tokenRttMs = (proxy as SidecarProc).tokenRttMs;
           }
           samples.get(cfg)!.push(s);
           log(`round ${round} ${cfg}: ${get50.rps.toFixed(0)} req/s, p50@1 ${get1.p50Ms.toFixed(3)} ms` +
@@ -369,13 +375,13 @@ async function main(): Promise<number> {
   const elapsed = (performance.now() - T0) / 1000;
   const ticks1 = machineTicks();
   const stealPct = ticks0 && ticks1 && ticks1.total > ticks0.total ? (100 * (ticks1.steal - ticks0.steal)) / (ticks1.total - ticks0.total) : undefined;
-  const report = renderReport({ opts, configs, samples, failed, idle, streams, rotations, notes, elapsed, load0, stealPct, replayConfigs, replaySamples, replayFailed, startFloor });
+  const report = renderReport({ opts, configs, samples, failed, idle, streams, rotations, notes, elapsed, load0, stealPct, replayConfigs, replaySamples, replayFailed, startFloor, tlsStartFloor });
   mkdirSync(join(ROOT, 'bench', 'results', 'raw'), { recursive: true });
   writeFileSync(opts.out, report.markdown);
   writeFileSync(join(ROOT, 'bench', 'results', 'raw', `bench-${new Date().toISOString().replace(/[:.]/g, '-')}.json`),
     JSON.stringify({
       opts, samples: Object.fromEntries(samples), failed: Object.fromEntries(failed), idle, streams, rotations, notes,
-      replay: Object.fromEntries(replaySamples), replayFailed: Object.fromEntries(replayFailed), startFloor,
+      replay: Object.fromEntries(replaySamples), replayFailed: Object.fromEntries(replayFailed), startFloor, tlsStartFloor,
     }, null, 1));
   rmSync(work, { recursive: true, force: true });
   process.stdout.write(report.markdown);
@@ -401,6 +407,8 @@ interface ReportInput {
   replayFailed: Map<ReplayConfig, string>;
   /** `node -e 0` wall times, ms. */
   startFloor: number[];
+  /** `node -e "tls.createSecureContext()"` wall times, ms. */
+  tlsStartFloor: number[];
 }
 
 function renderReport(r: ReportInput): { markdown: string; failures: number } {
@@ -477,7 +485,7 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
   if (r.idle.length) {
     lines.push(`| idle after ${opts.idleSeconds} s (10 requests, then nothing) | RSS MB | private: RssAnon MB | private: USS MB |`, '|---|---:|---:|---:|');
     for (const id of r.idle) {
-      const label = id.name === 'bare-undici' ? LABEL['bare-undici'] : LABEL[engineConfig(id.name)];
+      const label = id.name === 'bare-undici' || id.name === 'bare-undici-tuned' ? LABEL[id.name] : LABEL[engineConfig(id.name)];
       lines.push(id.error ? `| ${label} | error: ${id.error} | | |`
         : `| ${label} | ${id.rss === undefined ? '—' : fmt(id.rss / MB, 1)} | ${id.priv ? fmt(id.priv.rssAnon / MB, 1) : '—'} | ${id.priv ? fmt(id.priv.uss / MB, 1) : '—'} |`);
     }
@@ -497,6 +505,8 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
   }
 
   // Verdicts: issue 14 (with the issue-7 figures that must not regress).
+  const tunedIdle = r.idle.find((i) => i.name === 'bare-undici-tuned');
+  const ratioOf = (a?: number, b?: number) => (a !== undefined && b ? a / b : undefined);
   const figures = (engine: Engine) => {
     const cfg = engineConfig(engine);
     const id = r.idle.find((i) => i.name === engine);
@@ -510,6 +520,11 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
       streamGrowth: st?.down && st.up ? Math.max(st.down.rssPeak - st.down.rssBefore, st.up.rssPeak - st.up.rssBefore) : undefined,
       streamOk: st?.down && st.up ? st.down.ok && st.up.ok : undefined,
       rotationFailed: rot?.load ? rot.load.badStatus + rot.load.socketErrors : undefined, rotationRequests: rot?.load?.requests,
+      floor: {
+        cpuRatioNginx: ratioOf(cpuGet('bare-undici'), cpuGet('nginx')), tunedCpuRatio: ratioOf(cpuGet('bare-undici-tuned'), cpuGet('bare-undici')),
+        peakRss: peak('bare-undici-tuned'), idleRss: tunedIdle?.rss, idlePrivate: tunedIdle?.priv,
+        startMs: med('bare-undici-tuned', (s) => s.readyMs), tlsStartMs: median(r.tlsStartFloor), addedP50Ms: diff(p50at1('bare-undici'), p50at1('direct')),
+      },
     });
   };
   const engines = ENGINES.filter((e) => r.configs.includes(engineConfig(e))).map((e) => ({ name: e, verdicts: figures(e) }));

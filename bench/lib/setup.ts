@@ -204,12 +204,26 @@ export function deployedNodeOptions(): string {
  * A reference proxy with a static header and none of the sidecar's features (Node's default V8
  * settings): `bare-http-proxy.mjs`, the engine alone, or `bare-undici.mjs`, the Node floor.
  */
-export async function startBare(up: Upstream, caFile: string, token: string, script = 'bare-http-proxy.mjs'): Promise<ProxyProc> {
-  const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: token, API_KEY: API_KEY });
+export async function startBare(
+  up: Upstream, caFile: string, token: string, script = 'bare-http-proxy.mjs', extraEnv: NodeJS.ProcessEnv = {},
+): Promise<ProxyProc & { readyMs: number }> {
+  const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: token, API_KEY: API_KEY, ...extraEnv });
   const name = script.replace(/\.mjs$/, '');
   const proc = spawnManaged(name, process.execPath, [join(ROOT, 'bench', script)], { cpu: PROXY_CPU, env, cwd: ROOT });
   const line = await proc.waitForLine((l) => l.includes('"proxy":"ready"'), 15_000);
-  return { name, pids: [proc.pid], port: (JSON.parse(line) as { port: number }).port, procs: [proc], stop: () => proc.stop() };
+  return {
+    name, pids: [proc.pid], port: (JSON.parse(line) as { port: number }).port, procs: [proc], stop: () => proc.stop(),
+    readyMs: performance.now() - proc.spawnedAt,
+  };
+}
+
+/**
+ * The Node floor with the sidecar's process settings: bare-undici.mjs with the trust store built
+ * by the sidecar's shared/tls.js and its V8 tuning (reference-env.mjs, SIDECAR_DIST). What any
+ * proxy doing this job in Node pays in memory and start-up, without the sidecar's features.
+ */
+export function startTunedFloor(up: Upstream, caFile: string, token: string): Promise<ProxyProc & { readyMs: number }> {
+  return startBare(up, caFile, token, 'bare-undici.mjs', { SIDECAR_DIST: distDir });
 }
 
 export interface SidecarProc extends ProxyProc {
@@ -258,15 +272,19 @@ export async function startSidecar(
 
 /**
  * Wall time of `node -e 0` on the proxy's CPU, in the proxies' environment, spawned the way the
- * sidecar is (through taskset when pinning): the start-up floor any Node process pays.
+ * sidecar is (through taskset when pinning): the start-up floor any Node process pays. With
+ * `script`, the same for a one-line program instead (the TLS-client floor: Node's trust store).
  */
-export async function nodeStartFloorMs(): Promise<number> {
-  const proc = spawnManaged('node-e-0', process.execPath, ['-e', '0'], { cpu: PROXY_CPU, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
+export async function nodeStartFloorMs(script = '0'): Promise<number> {
+  const proc = spawnManaged('node-e', process.execPath, ['-e', script], { cpu: PROXY_CPU, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
   const code = await proc.exited;
   const ms = performance.now() - proc.spawnedAt;
-  if (code !== 0) throw new Error(`node -e 0 exited with ${String(code)}`);
+  if (code !== 0) throw new Error(`node -e ${script} exited with ${String(code)}`);
   return ms;
 }
+
+/** What any Node TLS client pays before its first handshake: Node's trust store (~140 bundled roots parsed). */
+export const TLS_CLIENT_FLOOR_SCRIPT = "require('node:tls').createSecureContext()";
 
 const pollAgent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
 
