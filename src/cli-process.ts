@@ -16,22 +16,29 @@ export const processIo: CommandIo = {
 export { tuneV8ForServing } from './shared/v8-tuning.js';
 
 /**
- * Keeps the process alive when a reader of its output goes away (a closed pipe: EPIPE, a log
- * collector that died): Node would throw the stream's 'error' as an uncaught exception at the
- * next log line and stop the proxy with it. Serving matters more than its log: output to that
- * stream stops (a destroyed stream drops later writes without another 'error') and the other
- * stream says so once, if it still can. Called once by each entry, before the command runs.
+ * For the long-running commands (`run`, `demo`, `simulate`): keeps the process serving when a
+ * reader of its output goes away (a closed pipe: EPIPE, a log collector that died, a full disk).
+ * Node would throw the stream's 'error' as an uncaught exception at the next log line and stop
+ * the proxy with it. Output to that stream stops for good: its write() becomes a no-op, because
+ * Node keeps a failed stdio stream writable and every later line would fail again, each building
+ * an error. A failed stdout is reported once on stderr; a failed stderr is not reported on stdout,
+ * which is the JSON log. One-shot commands keep Node's behaviour: losing their output fails them.
  */
 export function surviveLostOutput(): void {
-  const streams = [process.stdout, process.stderr] as const;
-  for (const [i, stream] of streams.entries()) {
-    const other = streams[1 - i]!;
-    const name = i === 0 ? 'stdout' : 'stderr';
+  for (const stream of [process.stdout, process.stderr]) {
     stream.once('error', (err: NodeJS.ErrnoException) => {
       stream.on('error', () => undefined);
-      if (!other.destroyed) other.write(`warning: ${name} failed (${err.code ?? err.message}); its output stops, the process goes on\n`);
+      stream.write = dropWrite as typeof stream.write;
+      if (stream === process.stdout) process.stderr.write(`warning: stdout failed (${err.code ?? err.message}); its output stops, the process goes on\n`);
     });
   }
+}
+
+/** A write() that drops the data and still calls back, as a successful one would. */
+function dropWrite(_chunk: unknown, encodingOrCallback?: unknown, callback?: unknown): boolean {
+  const done = typeof encodingOrCallback === 'function' ? encodingOrCallback : callback;
+  if (typeof done === 'function') process.nextTick(done as () => void);
+  return true;
 }
 
 /** Sets the exit code from a command's result; exits at once only after a second signal. */

@@ -66,12 +66,12 @@ const configOption = () => new Option('-c, --config <file>', 'configuration file
 
 program.command('run').description('run the sidecar in the foreground (JSON logs on stdout)')
   .addOption(configOption())
-  .action((o: { config?: string }) => { result = commands.run().then((f) => { tuneV8ForServing(); return f(o, io); }); });
+  .action((o: { config?: string }) => { result = commands.run().then((f) => { tuneV8ForServing(); surviveLostOutput(); return f(o, io); }); });
 program.command('demo').description('start a simulated service with a sidecar in front of it and print curl lines to try')
   .option('--port <n>', 'proxy listener port (default: a free one)', port)
   .option('--admin-port <n>', 'admin listener port (default: a free one)', port)
   .option('--ttl <seconds>', 'token lifetime the simulated service grants', positiveInteger, 60)
-  .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = commands.demo().then((f) => { tuneV8ForServing(); return f(o, io); }); });
+  .action((o: { port?: number; adminPort?: number; ttl: number }) => { result = commands.demo().then((f) => { tuneV8ForServing(); surviveLostOutput(); return f(o, io); }); });
 program.command('simulate').description('run the simulated B2B service alone, for integration tests')
   .option('--port <n>', 'listen port', port, 8443)
   .option('--host <address>', 'listen address', '127.0.0.1')
@@ -82,7 +82,7 @@ program.command('simulate').description('run the simulated B2B service alone, fo
   .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
   .option('--latency-ms <ms>', 'latency added to every answer', nonNegative)
   .option('--token-in <presentation>', 'the one way protected operations accept the token: header:NAME[:SCHEME][+apikey] or query:NAME[+apikey] (default: header:Authorization:Bearer+apikey)')
-  .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => f(o, io)); });
+  .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => { surviveLostOutput(); return f(o, io); }); });
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())
   .option('--json', 'print the whole AuthResult')
@@ -105,7 +105,6 @@ program.command('healthcheck').description('exit 0 when /healthz on the configur
   .addOption(configOption())
   .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
-surviveLostOutput();
 try {
   program.parse(process.argv);
   if (process.argv.length <= 2) {
