@@ -144,7 +144,7 @@ async function main(): Promise<number> {
     configs = configs.filter((c) => c !== 'nginx');
   }
   if (!haveDist) {
-    const msg = 'dist/cli.js is missing (run `npm run build`): skipping the b2b-sidecar configurations';
+    const msg = 'dist/cli.js is missing (run `npm run build`): skipping the b2b-sidecar configurations and the tuned floor';
     log(msg);
     notes.push(msg);
     configs = configs.filter((c) => !c.startsWith('sidecar') && c !== 'bare-undici-tuned');
@@ -438,7 +438,7 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
     `at 1 connection ${opts.latencySeconds} s, POST 4 KiB echo at 50 connections ${opts.postSeconds} s. Medians over rounds; spread is min–max. ` +
     `Proxy CPU = utime+stime from /proc/<pid>/stat over the 50-connection GET window ÷ requests (nginx: master + worker). Peak RSS = VmHWM (nginx: sum).`, '');
   lines.push(`The sidecar runs as the container image runs it: \`node dist/cli.js run\` with the Dockerfile's NODE_OPTIONS (\`${deployedNodeOptions() || 'none'}\`); ` +
-    `the bare references (http-proxy, undici) run with Node's defaults. NODE_EXTRA_CA_CERTS is removed from every Node proxy's environment ` +
+    `the bare references (http-proxy, undici) run with Node's defaults, the tuned floor with the sidecar's trust store, V8 tuning and NODE_OPTIONS (undici unbundled, no code cache). NODE_EXTRA_CA_CERTS is removed from every Node proxy's environment ` +
     `(${process.env.NODE_EXTRA_CA_CERTS ? `here it pointed at ${process.env.NODE_EXTRA_CA_CERTS}, which adds ~80 ms to any Node start on one core` : 'it was not set here'}); each gets its CA explicitly.`, '');
   for (const n of r.notes) lines.push(`> ${n}`, '');
 

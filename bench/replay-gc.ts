@@ -22,9 +22,15 @@ const arg = (name: string, def: number) => {
 const bodyBytes = arg('--body', 65536);
 const pairs = arg('--pairs', 6);
 const seconds = arg('--seconds', 2);
+for (const [name, value] of [['--body', bodyBytes], ['--pairs', pairs], ['--seconds', seconds]] as const) {
+  if (!Number.isInteger(value) || value < 1) {
+    process.stderr.write(`${name} must be a whole number ≥ 1\n`);
+    process.exit(2);
+  }
+}
 
-interface Totals { cpuUs: number; requests: number; minor: number; majorCount: number; majorS: number; incrementalS: number; minorS: number }
-type Gc = Omit<Totals, 'cpuUs' | 'requests'>;
+interface Totals { cpuUs: number; requests: number; failed: number; minor: number; majorCount: number; majorS: number; incrementalS: number; minorS: number }
+type Gc = Omit<Totals, 'cpuUs' | 'requests' | 'failed'>;
 
 async function gcOf(p: SidecarProc): Promise<Gc> {
   const text = await (await fetch(`http://127.0.0.1:${p.adminPort}/metrics`)).text();
@@ -44,7 +50,7 @@ async function main() {
     };
     const load = (p: SidecarProc) => runLoad({ url: `http://127.0.0.1:${p.port}/pub/b2b/v1/echo`, method: 'POST', bodyBytes, connections: 50, seconds }, work);
     for (const p of Object.values(procs)) await load(p); // warm-up
-    const zero = (): Totals => ({ cpuUs: 0, requests: 0, minor: 0, majorCount: 0, majorS: 0, incrementalS: 0, minorS: 0 });
+    const zero = (): Totals => ({ cpuUs: 0, requests: 0, failed: 0, minor: 0, majorCount: 0, majorS: 0, incrementalS: 0, minorS: 0 });
     const totals = { on: zero(), off: zero() };
     for (let i = 0; i < pairs; i++) {
       for (const name of (i % 2 ? ['off', 'on'] : ['on', 'off']) as Array<'on' | 'off'>) {
@@ -57,23 +63,25 @@ async function main() {
         const t = totals[name];
         t.cpuUs += c1 - c0;
         t.requests += r.requests;
+        t.failed += r.badStatus + r.socketErrors;
         for (const k of ['minor', 'minorS', 'majorCount', 'majorS', 'incrementalS'] as const) t[k] += g1[k] - g0[k];
       }
     }
     const per = (t: Totals, v: number, scale: number) => ((v / t.requests) * scale).toFixed(1);
     process.stdout.write(`POST ${bodyBytes} B, 50 connections, ${pairs} pairs of ${seconds} s windows\n`);
-    process.stdout.write('| replay | requests | CPU µs/req | scavenges / 1000 req | mark-compacts / 1000 req | GC µs/req: scavenge | mark-compact | incremental marking |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
+    process.stdout.write('| replay | requests (failed) | CPU µs/req | scavenges / 1000 req | mark-compacts / 1000 req | GC µs/req: scavenge | mark-compact | incremental marking |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
     for (const [name, t] of Object.entries(totals)) {
-      process.stdout.write(`| ${name} | ${t.requests} | ${per(t, t.cpuUs, 1)} | ${per(t, t.minor, 1000)} | ${((t.majorCount / t.requests) * 1000).toFixed(2)} | ` +
+      process.stdout.write(`| ${name} | ${t.requests} (${t.failed}) | ${per(t, t.cpuUs, 1)} | ${per(t, t.minor, 1000)} | ${((t.majorCount / t.requests) * 1000).toFixed(2)} | ` +
         `${per(t, t.minorS, 1e6)} | ${per(t, t.majorS, 1e6)} | ${per(t, t.incrementalS, 1e6)} |\n`);
     }
+    if (totals.on.failed + totals.off.failed > 0) process.exitCode = 1;
   } finally {
     await stopAll();
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-main().then(() => process.exit(0), async (err: unknown) => {
+main().then(() => process.exit(process.exitCode ?? 0), async (err: unknown) => {
   process.stderr.write(`replay-gc failed: ${(err as Error).stack ?? String(err)}\n`);
   await stopAll();
   process.exit(1);

@@ -201,8 +201,9 @@ export function deployedNodeOptions(): string {
 }
 
 /**
- * A reference proxy with a static header and none of the sidecar's features (Node's default V8
- * settings): `bare-http-proxy.mjs`, the engine alone, or `bare-undici.mjs`, the Node floor.
+ * A reference proxy with a static header and none of the sidecar's features, with Node's default
+ * V8 settings unless `extraEnv` says otherwise (startTunedFloor): `bare-http-proxy.mjs`, the
+ * engine alone, or `bare-undici.mjs`, the Node floor.
  */
 export async function startBare(
   up: Upstream, caFile: string, token: string, script = 'bare-http-proxy.mjs', extraEnv: NodeJS.ProcessEnv = {},
@@ -223,7 +224,7 @@ export async function startBare(
  * proxy doing this job in Node pays in memory and start-up, without the sidecar's features.
  */
 export function startTunedFloor(up: Upstream, caFile: string, token: string): Promise<ProxyProc & { readyMs: number }> {
-  return startBare(up, caFile, token, 'bare-undici.mjs', { SIDECAR_DIST: distDir });
+  return startBare(up, caFile, token, 'bare-undici.mjs', { SIDECAR_DIST: distDir, NODE_OPTIONS: deployedNodeOptions() });
 }
 
 export interface SidecarProc extends ProxyProc {

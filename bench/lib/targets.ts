@@ -117,7 +117,7 @@ function startFloorCell(fl: FloorFigures | undefined, nodeMs: number | undefined
   const parts = [
     fl?.tlsStartMs === undefined ? undefined
       : `\`node -e\` with Node's TLS trust store ${ms(0)(fl.tlsStartMs)}${nodeMs === undefined ? '' : ` (+${(fl.tlsStartMs - nodeMs).toFixed(0)})`}`,
-    fl?.startMs === undefined ? undefined : `tuned floor to listening, no token ${ms(0)(fl.startMs)}`,
+    fl?.startMs === undefined ? undefined : `tuned floor (undici unbundled, no code cache) to listening, no token ${ms(0)(fl.startMs)}`,
   ].filter((x): x is string => x !== undefined);
   return parts.length ? parts.join('; ') : undefined;
 }
