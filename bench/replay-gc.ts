@@ -4,14 +4,14 @@
  * garbage collections per request from each sidecar's own `nodejs_gc_duration_seconds` (minor =
  * scavenges, major = mark-compacts, incremental = their marking steps). Finding 27.
  *
- *   npm run build && node --import tsx bench/replay-gc.ts [--body BYTES (65536)] [--pairs N (6)] [--seconds S (2)]
+ *   npm run build && node --import tsx bench/replay-gc.ts [--body BYTES (65536)] [--pairs N (6)] [--seconds S (2)] [--dist DIR (another build)]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLoad } from './lib/load.js';
-import { cpuMicros } from './lib/proc.js';
-import { prepareTls, startSidecar, startUpstream, type SidecarProc } from './lib/setup.js';
+import { cpuMicros, MB, statusBytes } from './lib/proc.js';
+import { prepareTls, ROOT, setDistDir, startSidecar, startUpstream, type SidecarProc } from './lib/setup.js';
 import { pinSelf, stopAll } from './lib/spawn.js';
 
 const args = process.argv.slice(2);
@@ -19,6 +19,8 @@ const arg = (name: string, def: number) => {
   const i = args.indexOf(name);
   return i >= 0 && args[i + 1] ? Number(args[i + 1]) : def;
 };
+const distAt = args.indexOf('--dist');
+setDistDir(distAt >= 0 && args[distAt + 1] ? args[distAt + 1]! : join(ROOT, 'dist'));
 const bodyBytes = arg('--body', 65536);
 const pairs = arg('--pairs', 6);
 const seconds = arg('--seconds', 2);
@@ -68,10 +70,11 @@ async function main() {
       }
     }
     const per = (t: Totals, v: number, scale: number) => ((v / t.requests) * scale).toFixed(1);
+    const peak = (p: SidecarProc) => `${(statusBytes(p.pids[0]!, 'VmHWM')! / MB).toFixed(1)} MB`;
     process.stdout.write(`POST ${bodyBytes} B, 50 connections, ${pairs} pairs of ${seconds} s windows\n`);
-    process.stdout.write('| replay | requests (failed) | CPU µs/req | scavenges / 1000 req | mark-compacts / 1000 req | GC µs/req: scavenge | mark-compact | incremental marking |\n|---|---:|---:|---:|---:|---:|---:|---:|\n');
+    process.stdout.write('| replay | requests (failed) | peak RSS | CPU µs/req | scavenges / 1000 req | mark-compacts / 1000 req | GC µs/req: scavenge | mark-compact | incremental marking |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n');
     for (const [name, t] of Object.entries(totals)) {
-      process.stdout.write(`| ${name} | ${t.requests} (${t.failed}) | ${per(t, t.cpuUs, 1)} | ${per(t, t.minor, 1000)} | ${((t.majorCount / t.requests) * 1000).toFixed(2)} | ` +
+      process.stdout.write(`| ${name} | ${t.requests} (${t.failed}) | ${peak(procs[name as 'on' | 'off'])} | ${per(t, t.cpuUs, 1)} | ${per(t, t.minor, 1000)} | ${((t.majorCount / t.requests) * 1000).toFixed(2)} | ` +
         `${per(t, t.minorS, 1e6)} | ${per(t, t.majorS, 1e6)} | ${per(t, t.incrementalS, 1e6)} |\n`);
     }
     if (totals.on.failed + totals.off.failed > 0) process.exitCode = 1;
