@@ -21,7 +21,6 @@ await writeFile('dist/config-validator.cjs', validatorCode);
 const translationAjv = new Ajv({ ...weblateSchemas.TRANSLATION_AJV_OPTIONS, code: { source: true } });
 await writeFile('dist/translation-validator.cjs', standaloneCode.default(translationAjv, translationAjv.compile(weblateSchemas.TranslationSchema)));
 
-
 // undici's HTTP/2 client loads node:http2 when imported (~10 ms of start-up on one core) though
 // it only runs with `allowH2`, which the sidecar never sets (its connectors offer only HTTP/1.1
 // in ALPN). In the bundle undici gets what it falls back to on runtimes without http2.

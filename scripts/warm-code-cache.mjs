@@ -1,9 +1,10 @@
 // Writes dist/bundle/run.cjs.v8cache after a warm start (src/code-cache.ts, issue 14): runs the
 // plain `run` from run.cjs against the simulated B2B service until the first token, then saves what
 // V8 compiled by then (module evaluation and every start-up function), so a real start compiles
-// almost nothing. Started by scripts/bundle.mjs in a process of its own: `node scripts/warm-code-cache.mjs DIST`.
-// V8 takes a cache only under the flags it was made with, so the V8 tuning `run` applies after
-// loading (src/cli-process.ts) is skipped here: a real start compiles before that tuning too.
+// almost nothing. Run by `npm run build` after scripts/bundle.mjs, in a process of its own:
+// `node scripts/warm-code-cache.mjs DIST`. V8 takes a cache only under the flags it was made with,
+// so the V8 tuning `run` applies after loading (src/shared/v8-tuning.ts) is skipped here: a real
+// start compiles before that tuning too.
 import v8 from 'node:v8';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -66,8 +66,8 @@ const LOCAL_5XX = [502, 503, 504] as const;
 const METHODS = LABEL_VALUES.method;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
 const OTHER_METHOD = METHODS.length - 1;
-/** From a cached loopback answer (1 ms) to the longest upstream deadline worth telling apart (30 s). */
 const REQUEST_LABELS = ['route', 'method', 'code'] as const;
+/** From a cached loopback answer (1 ms) to the longest upstream deadline worth telling apart (30 s). */
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /**
@@ -157,7 +157,6 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,
     collect() { this.set(scrape.replayHeldBytes()); },
   });
-
 
   return {
     tokenRefreshed(result, seconds) {

@@ -13,7 +13,9 @@ export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
  * Old-space growth between full collections, as a percentage of what survived the last one.
  * V8's own factor for a small heap let old space reach 2.5× its live size under POST load, which
  * set the peak RSS (finding 21); 20 % (V8 still grows by at least a few MB at a time) took
- * ~14 MB off the peak with no measurable CPU cost (finding 24).
+ * ~14 MB off the peak with no measurable CPU cost for GETs and small POSTs (finding 24). Uploads
+ * of 64 KiB pay for it: their buffers count toward the limit, and mark-compacts take 15–25 % of
+ * their CPU; 100 % would keep the peak but make the replay copy most of that cost (finding 28).
  */
 export const OLD_SPACE_GROWTH_PERCENT = 20;
 

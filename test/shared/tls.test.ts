@@ -1,16 +1,19 @@
 import assert from 'node:assert/strict';
-import { createServer } from 'node:https';
-import { request, type RequestOptions } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { describe, it } from 'node:test';
 import { execFile, execFileSync } from 'node:child_process';
-import { promisify } from 'node:util';
-import { fileURLToPath } from 'node:url';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, request, type RequestOptions } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
 import { createSecureContext, rootCertificates } from 'node:tls';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { caCertificates, loadTrustedCas, pemCertificatesProblem, trustContext } from '../../src/shared/tls.js';
+import { generateTlsMaterial } from '../../src/simulator/certs.js';
+import { testTls } from '../helpers/tls.js';
 
 const TLS_MODULE = fileURLToPath(new URL('../../src/shared/tls.ts', import.meta.url));
-import { testTls } from '../helpers/tls.js';
 
 function get(port: number, secureContext: ReturnType<typeof trustContext>): Promise<number | string> {
   return new Promise<number | string>((resolve) => {
@@ -100,10 +103,6 @@ describe('trusted CAs', () => {
 
 describe('trusted CAs with NODE_EXTRA_CA_CERTS', () => {
   it('keeps the CAs Node was started with besides caFile\'s (adding a CA used to drop them)', async () => {
-    const { generateTlsMaterial } = await import('../../src/simulator/certs.js');
-    const { mkdtempSync, writeFileSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
     const viaFile = await testTls();
     const viaEnv = await generateTlsMaterial(['localhost', '127.0.0.1']);
     const dir = mkdtempSync(join(tmpdir(), 'b2b-extra-ca-'));
