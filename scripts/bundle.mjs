@@ -96,7 +96,7 @@ const bundledValidator = {
       const code = await readFile(args.path, 'utf8');
       const lookup = 'createRequire(import.meta.url)';
       if (!code.includes(lookup)) throw new Error(`${args.path} no longer has ${lookup}: update scripts/bundle.mjs`);
-      // A function of its own: inside validate-config.js a local `require` shadows the module's.
+      // Handed to prebuiltValidator as its require: a static require() of the file, which esbuild bundles.
       const bundled = "function __b2bBundledRequire(id) { if (id !== '../config-validator.cjs') throw new Error(`not bundled: ${id}`); return require('../config-validator.cjs'); }\n";
       return { contents: bundled + code.replace(lookup, '__b2bBundledRequire'), loader: 'js' };
     });

@@ -4,6 +4,7 @@ import { ConfigSchema, type Config } from './schema.js';
 import { checkSemantics } from './checks.js';
 import { formatProblem, redactBySchema, schemaAt, type ConfigPath } from './walk.js';
 import { ConfigError } from '../shared/errors.js';
+import { prebuiltValidator } from '../shared/prebuilt-validator.js';
 
 export type { Config } from './schema.js';
 
@@ -24,17 +25,9 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
  * dist/bundle/) so the CLI does not compile it at every start (~60 ms); from sources (tests) it
  * is compiled here.
  */
-const validate = ((): ValidateFunction => {
-  const require = createRequire(import.meta.url);
-  try {
-    return require('../config-validator.cjs') as ValidateFunction;
-  } catch {
-    // ajv itself is loaded only here (a runtime require keeps it out of the CLI bundle: ~110 KB).
-    // validateSchema: false skips compiling the meta-schema; test/config/validate-config.test.ts checks it instead.
-    const { Ajv: AjvClass } = require('ajv') as typeof import('ajv');
-    return addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema);
-  }
-})();
+const validate: ValidateFunction = prebuiltValidator(createRequire(import.meta.url), '../config-validator.cjs',
+  // validateSchema: false skips compiling the meta-schema; test/config/validate-config.test.ts checks it instead.
+  ({ Ajv: AjvClass }) => addAnnotationKeywords(new AjvClass({ ...AJV_OPTIONS, validateSchema: false })).compile(ConfigSchema));
 
 /**
  * Validates raw configuration (parsed YAML/JSON plus env overrides) and returns it with every

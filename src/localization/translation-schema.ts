@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { InvalidResponseError } from '../shared/errors.js';
+import { prebuiltValidator } from '../shared/prebuilt-validator.js';
 import { TRANSLATION_AJV_OPTIONS, TranslationSchema, type Language, type Translation } from './weblate-schemas.js';
 
 export { TranslationSchema } from './weblate-schemas.js';
@@ -17,21 +18,14 @@ export type { Component, Language, Project, Translation } from './weblate-schema
  */
 
 /**
- * The validator, made once: the build writes it as standalone code (dist/translation-validator.cjs,
- * one level up from dist/localization/ and from the bundles in dist/bundle/), so a sidecar with
- * localization neither loads ajv nor compiles the schema at start-up; from sources (tests) it is
- * compiled here. ajv is required at run time only then, which keeps it out of the bundles.
+ * The validator, made once at its first use: prebuilt by the build as
+ * dist/translation-validator.cjs (one level up from dist/localization/ and from the bundles in
+ * dist/bundle/), compiled here from sources (tests).
  */
 let compiled: ValidateFunction<Translation> | undefined;
 function validator(): ValidateFunction<Translation> {
-  if (compiled) return compiled;
-  const require = createRequire(import.meta.url);
-  try {
-    compiled = require('../translation-validator.cjs') as ValidateFunction<Translation>;
-  } catch {
-    const { Ajv } = require('ajv') as typeof import('ajv');
-    compiled = new Ajv(TRANSLATION_AJV_OPTIONS).compile<Translation>(TranslationSchema);
-  }
+  compiled ??= prebuiltValidator<Translation>(createRequire(import.meta.url), '../translation-validator.cjs',
+    ({ Ajv }) => new Ajv(TRANSLATION_AJV_OPTIONS).compile<Translation>(TranslationSchema));
   return compiled;
 }
 
