@@ -54,7 +54,10 @@ async function main() {
     for (const p of Object.values(procs)) await load(p); // warm-up
     const zero = (): Totals => ({ cpuUs: 0, requests: 0, failed: 0, minor: 0, majorCount: 0, majorS: 0, incrementalS: 0, minorS: 0 });
     const totals = { on: zero(), off: zero() };
+    /** CPU per request on ÷ off, pair by pair: their spread is the measurement's own noise. */
+    const ratios: number[] = [];
     for (let i = 0; i < pairs; i++) {
+      const pairCpu = { on: 0, off: 0 };
       for (const name of (i % 2 ? ['off', 'on'] : ['on', 'off']) as Array<'on' | 'off'>) {
         const p = procs[name];
         const g0 = await gcOf(p);
@@ -67,7 +70,9 @@ async function main() {
         t.requests += r.requests;
         t.failed += r.badStatus + r.socketErrors;
         for (const k of ['minor', 'minorS', 'majorCount', 'majorS', 'incrementalS'] as const) t[k] += g1[k] - g0[k];
+        pairCpu[name] = (c1 - c0) / Math.max(1, r.requests);
       }
+      if (pairCpu.off > 0) ratios.push(pairCpu.on / pairCpu.off);
     }
     const per = (t: Totals, v: number, scale: number) => ((v / t.requests) * scale).toFixed(1);
     const peak = (p: SidecarProc) => `${(statusBytes(p.pids[0]!, 'VmHWM')! / MB).toFixed(1)} MB`;
@@ -77,6 +82,11 @@ async function main() {
       process.stdout.write(`| ${name} | ${t.requests} (${t.failed}) | ${peak(procs[name as 'on' | 'off'])} | ${per(t, t.cpuUs, 1)} | ${per(t, t.minor, 1000)} | ${((t.majorCount / t.requests) * 1000).toFixed(2)} | ` +
         `${per(t, t.minorS, 1e6)} | ${per(t, t.majorS, 1e6)} | ${per(t, t.incrementalS, 1e6)} |\n`);
     }
+    const sorted = [...ratios].sort((a, b) => a - b);
+    const pct = (r: number) => `${((r - 1) * 100).toFixed(1)} %`;
+    const overall = (totals.on.cpuUs / totals.on.requests) / (totals.off.cpuUs / totals.off.requests);
+    process.stdout.write(`CPU per request, replay on ÷ off: ${pct(overall)} over all windows; pairs: median ${pct(sorted[Math.floor(sorted.length / 2)]!)}, ` +
+      `range ${pct(sorted[0]!)} … ${pct(sorted[sorted.length - 1]!)}\n`);
     if (totals.on.failed + totals.off.failed > 0) process.exitCode = 1;
   } finally {
     await stopAll();
