@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { PassThrough } from 'node:stream';
+import { describe, it } from 'node:test';
+import { REPLAY_BLOCK_BYTES, ReplayBudget, ReplayTee } from '../../src/proxy/replay-body.js';
+import type { CaptureDropReason } from '../../src/observability/metrics.js';
+import { BlockPool } from '../../src/shared/block-pool.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+
+/** A client request: the tee only reads it as a stream. */
+const request = () => new PassThrough() as PassThrough & IncomingMessage;
+
+/** Feeds `body` to the request in chunks of the given sizes (repeated) and reads what the tee passes on. */
+async function upload(tee: ReplayTee, req: PassThrough, body: Buffer, sizes: number[]): Promise<Buffer> {
+  const passed: Buffer[] = [];
+  tee.on('data', (chunk: Buffer) => passed.push(Buffer.from(chunk)));
+  const ended = new Promise((resolve) => tee.once('end', resolve));
+  for (let at = 0, i = 0; at < body.length; i++) {
+    const size = sizes[i % sizes.length]!;
+    // A copy, reused afterwards: the tee must not keep the chunk itself.
+    const chunk = Buffer.from(body.subarray(at, at + size));
+    req.write(chunk);
+    at += size;
+    await new Promise(setImmediate);
+    chunk.fill(0);
+  }
+  req.end();
+  await ended;
+  return Buffer.concat(passed);
+}
+
+describe('ReplayTee keeps its copy in recycled blocks', () => {
+  it('replays the exact bytes of bodies that cross block boundaries in uneven chunks', async () => {
+    const pool = new BlockPool(REPLAY_BLOCK_BYTES, new FakeClock(), 10_000);
+    const budget = new ReplayBudget(1 << 20, pool);
+    for (const [length, sizes] of [[1, [1]], [REPLAY_BLOCK_BYTES, [REPLAY_BLOCK_BYTES]], [REPLAY_BLOCK_BYTES + 1, [7000, 9385]], [64 * 1024 + 13, [65536, 1, 12]], [100_000, [1000, 16383, 3]]] as const) {
+      const body = randomBytes(length);
+      const req = request();
+      const tee = new ReplayTee(req, 1 << 20, budget, assert.fail);
+      const passed = await upload(tee, req, body, [...sizes]);
+      assert.ok(passed.equals(body), 'the consumer got the body as sent');
+      const copy = await tee.captured();
+      assert.ok(copy && copy.equals(body), `${length} bytes in chunks of ${sizes.join('/')}: the replay copy differs`);
+      assert.ok((await tee.captured())!.equals(body), 'asked twice (a replay, then a retry): the same bytes');
+      assert.equal(budget.held, length, 'held until released');
+      tee.release();
+      assert.equal(budget.held, 0);
+    }
+    assert.equal(pool.allocated, pool.free, 'every block is back in the pool');
+    assert.ok(pool.allocated <= Math.ceil(100_000 / REPLAY_BLOCK_BYTES), `blocks were reused, not allocated per body (${pool.allocated})`);
+  });
+
+  it('keeps concurrent uploads apart while they share the pool', async () => {
+    const pool = new BlockPool(REPLAY_BLOCK_BYTES, new FakeClock(), 10_000);
+    const budget = new ReplayBudget(1 << 22, pool);
+    // A first round fills the pool; the second reuses its blocks in another order.
+    for (let round = 0; round < 2; round++) {
+      const bodies = Array.from({ length: 8 }, (_, i) => randomBytes(20_000 + i * 5_003));
+      const tees = bodies.map(() => {
+        const req = request();
+        return { req, tee: new ReplayTee(req, 1 << 20, budget, assert.fail) };
+      });
+      await Promise.all(tees.map(({ req, tee }, i) => upload(tee, req, bodies[i]!, [4096 + i * 1000])));
+      for (const [i, { tee }] of tees.entries()) assert.ok((await tee.captured())!.equals(bodies[i]!), `upload ${i}, round ${round}`);
+      for (const { tee } of round ? tees : tees.reverse()) tee.release();
+    }
+    assert.equal(budget.held, 0);
+    assert.equal(pool.free, pool.allocated);
+  });
+
+  it('gives its blocks back when the copy outgrows the limit, and passes the body on all the same', async () => {
+    const pool = new BlockPool(REPLAY_BLOCK_BYTES, new FakeClock(), 10_000);
+    const budget = new ReplayBudget(1 << 20, pool);
+    const drops: CaptureDropReason[] = [];
+    const req = request();
+    const tee = new ReplayTee(req, 40_000, budget, (reason) => drops.push(reason));
+    const body = randomBytes(50_000);
+    assert.ok((await upload(tee, req, body, [10_000])).equals(body));
+    assert.deepEqual(drops, ['request_limit']);
+    assert.equal(await tee.captured(), undefined);
+    assert.equal(budget.held, 0);
+    assert.equal(pool.free, pool.allocated);
+    assert.equal(pool.allocated, 3, 'the 40 000 bytes copied up to the limit took three blocks');
+  });
+
+  it('gives its blocks back when the client goes away mid-upload', async () => {
+    const pool = new BlockPool(REPLAY_BLOCK_BYTES, new FakeClock(), 10_000);
+    const budget = new ReplayBudget(1 << 20, pool);
+    const req = request();
+    const tee = new ReplayTee(req, 1 << 20, budget, assert.fail);
+    tee.resume();
+    req.write(randomBytes(30_000));
+    await new Promise(setImmediate);
+    assert.equal(budget.held, 30_000);
+    req.destroy();
+    await new Promise(setImmediate);
+    assert.equal(await tee.captured(), undefined);
+    assert.equal(budget.held, 0);
+    assert.equal(pool.free, pool.allocated);
+  });
+});
