@@ -8,9 +8,8 @@ import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type Metrics } from './observability/metrics.js';
 import { createListener, type Listener } from './proxy/listener.js';
 import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
-import { REPLAY_BLOCK_BYTES, REPLAY_BLOCKS_IDLE_MS, ReplayBudget } from './proxy/replay-body.js';
+import { ReplayBudget } from './proxy/replay-body.js';
 import { startServicePart, type ServicePart } from './service/service-part.js';
-import { BlockPool } from './shared/block-pool.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { compileIpGuard } from './shared/ip-guard.js';
 import { RunGroup } from './shared/run-group.js';
@@ -95,12 +94,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     group.alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
-    const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes, await group.started(
-      new BlockPool(REPLAY_BLOCK_BYTES, clock, REPLAY_BLOCKS_IDLE_MS), (blocks) => blocks.clear()));
-    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, {
-      replayHeldBytes: () => replayBudget.held,
-      replayPoolBytes: () => replayBudget.blocks.allocated * replayBudget.blocks.blockSize,
-    });
+    const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
+    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
     const engineOptions = {
       maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
       headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs, clock, logger,

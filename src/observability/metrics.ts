@@ -45,8 +45,6 @@ export interface Metrics {
 export interface ScrapeGauges {
   /** Bytes of request bodies held for replay right now. */
   replayHeldBytes(): number;
-  /** Bytes of the blocks replay copies are kept in, held or waiting for reuse. */
-  replayPoolBytes(): number;
 }
 
 const PREFIX = 'b2b_sidecar_';
@@ -89,7 +87,7 @@ export function createRegistry(): Registry {
  * metrics on `registry`. Call once per registry; a second call throws instead of silently
  * double-registering (PITFALLS 24).
  */
-export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0, replayPoolBytes: () => 0 }): Metrics {
+export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0 }): Metrics {
   if (registry.getSingleMetric(`${PREFIX}token_valid`)) {
     throw new Error('createMetrics: this registry already holds the sidecar metrics; build one registry per sidecar');
   }
@@ -158,10 +156,6 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   new Gauge({
     name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,
     collect() { this.set(scrape.replayHeldBytes()); },
-  });
-  new Gauge({
-    name: `${PREFIX}replay_pool_bytes`, help: 'Memory of the recycled blocks replay copies are kept in, in use or free; blocks unused for 10 s are dropped.', registers,
-    collect() { this.set(scrape.replayPoolBytes()); },
   });
 
   return {

@@ -1,26 +1,16 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CaptureDropReason } from '../observability/metrics.js';
-import type { BlockPool } from '../shared/block-pool.js';
-
-/**
- * Replay copies are kept in blocks of 16 KiB: a 1 KiB body takes one, a 64 KiB body four, and 50
- * concurrent 64 KiB uploads keep 3.2 MB in the pool.
- */
-export const REPLAY_BLOCK_BYTES = 16 * 1024;
-/** Blocks a whole 10 s unused are dropped: an idle sidecar keeps nothing of a burst of uploads. */
-export const REPLAY_BLOCKS_IDLE_MS = 10_000;
 
 /**
  * The bytes held for replay across every request in flight. Each request's copy is bounded by
  * `proxy.replayBodyLimitBytes`; this bounds their sum (`proxy.replayBufferTotalBytes`), so 50
  * concurrent uploads cannot hold 50 × the per-request limit. A request that would exceed it
- * simply loses its replay (its 401 is passed back, as for a body above the limit). The bytes
- * themselves are kept in `blocks`, recycled between requests.
+ * simply loses its replay (its 401 is passed back, as for a body above the limit).
  */
 export class ReplayBudget {
   #held = 0;
-  constructor(readonly capacity: number, readonly blocks: BlockPool) {}
+  constructor(readonly capacity: number) {}
 
   /** Bytes currently held (the `b2b_sidecar_replay_buffer_bytes` gauge). */
   get held(): number {
@@ -58,12 +48,7 @@ export class ReplayTee extends Readable {
   readonly #limit: number;
   readonly #budget: ReplayBudget;
   readonly #onDrop: (reason: CaptureDropReason) => void;
-  /** The copy: blocks from the budget's pool, all full but the last; or the joined body. */
-  #blocks: Buffer[] | undefined = [];
-  /** Bytes used in the last block. */
-  #fill = 0;
-  /** The whole body once joined for a replay (the blocks are then back in the pool). */
-  #joined: Buffer | undefined;
+  #chunks: Buffer[] | undefined = [];
   #size = 0;
   #ended = false;
   #aborted = false;
@@ -75,7 +60,7 @@ export class ReplayTee extends Readable {
   constructor(req: IncomingMessage, limit: number, budget: ReplayBudget, onDrop: (reason: CaptureDropReason) => void) {
     // One client chunk buffered at most before the client is paused: the copy is the buffer.
     super({ highWaterMark: 16 * 1024 });
-    if (limit === 0) this.#blocks = undefined;
+    if (limit === 0) this.#chunks = undefined;
     this.#req = req;
     this.#limit = limit;
     this.#budget = budget;
@@ -97,18 +82,16 @@ export class ReplayTee extends Readable {
     // The exchange that read the body is over: the client's remaining bytes go to the copy, or
     // are read and discarded so that the client can finish sending and read its answer.
     this.#detach();
-    if (!this.#blocks || this.#aborted) return Promise.resolve(undefined);
+    if (!this.#chunks || this.#aborted) return Promise.resolve(undefined);
     if (this.#ended) return Promise.resolve(this.#whole());
     return new Promise((resolve) => this.#waiters.push(resolve));
   }
 
   /** Gives the copy back to the budget; later chunks are no longer copied. Idempotent. */
   release(): void {
-    if (!this.#blocks) return;
+    if (!this.#chunks) return;
     this.#budget.give(this.#size);
-    this.#recycle();
-    this.#blocks = undefined;
-    this.#joined = undefined;
+    this.#chunks = undefined;
     this.#size = 0;
     this.#settle(undefined);
   }
@@ -133,7 +116,7 @@ export class ReplayTee extends Readable {
   }
 
   readonly #onData = (chunk: Buffer): void => {
-    if (this.#blocks) this.#capture(chunk);
+    if (this.#chunks) this.#capture(chunk);
     if (this.#detached) return;
     if (!this.push(chunk)) this.#req.pause();
   };
@@ -142,19 +125,8 @@ export class ReplayTee extends Readable {
     const size = this.#size + chunk.length;
     if (size > this.#limit) return this.#drop('request_limit');
     if (!this.#budget.take(chunk.length)) return this.#drop('global_limit');
+    this.#chunks!.push(chunk);
     this.#size = size;
-    // Copied, not held: the chunk dies young, the blocks are reused (finding 28).
-    const blocks = this.#blocks!;
-    const pool = this.#budget.blocks;
-    for (let offset = 0; offset < chunk.length;) {
-      if (blocks.length === 0 || this.#fill === pool.blockSize) {
-        blocks.push(pool.acquire());
-        this.#fill = 0;
-      }
-      const copied = chunk.copy(blocks[blocks.length - 1]!, this.#fill, offset);
-      this.#fill += copied;
-      offset += copied;
-    }
   }
 
   #drop(reason: CaptureDropReason): void {
@@ -166,7 +138,7 @@ export class ReplayTee extends Readable {
     this.#ended = true;
     if (!this.#detached) this.push(null);
     // Joined only for a replay that waits for it: most bodies are never sent twice.
-    if (this.#blocks && this.#waiters.length > 0) this.#settle(this.#whole());
+    if (this.#chunks && this.#waiters.length > 0) this.#settle(this.#whole());
   };
 
   readonly #onClose = (): void => {
@@ -178,23 +150,13 @@ export class ReplayTee extends Readable {
     if (!this.#detached) this.destroy(clientAborted());
   };
 
-  /** Joined once (a replay, then perhaps a retry, send the same buffer); the blocks go back. */
   #whole(): Buffer {
-    if (!this.#joined) {
-      const whole = Buffer.allocUnsafe(this.#size);
-      const blockSize = this.#budget.blocks.blockSize;
-      this.#blocks!.forEach((block, i) => block.copy(whole, i * blockSize, 0, Math.min(blockSize, this.#size - i * blockSize)));
-      this.#recycle();
-      this.#joined = whole;
+    const chunks = this.#chunks!;
+    if (chunks.length !== 1) {
+      const whole = Buffer.concat(chunks, this.#size);
+      this.#chunks = [whole];
     }
-    return this.#joined;
-  }
-
-  #recycle(): void {
-    const blocks = this.#blocks!;
-    for (const block of blocks) this.#budget.blocks.release(block);
-    blocks.length = 0;
-    this.#fill = 0;
+    return this.#chunks![0] ?? Buffer.alloc(0);
   }
 
   #settle(body: Buffer | undefined): void {

@@ -6,7 +6,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import type { CredentialSource, RouteCredentials } from '../../src/proxy/route-credentials.js';
 import { compileIpGuard } from '../../src/shared/ip-guard.js';
 import { createProxyHandler } from '../../src/proxy/proxy-handler.js';
-import { replayBudget } from '../helpers/replay-budget.js';
+import { ReplayBudget } from '../../src/proxy/replay-body.js';
 import type { ProxyEngine } from '../../src/upstream/engine.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 import { NO_METRICS } from '../helpers/no-metrics.js';
@@ -25,11 +25,11 @@ describe('an engine that throws instead of rejecting', () => {
       async close() {},
     };
     const source: CredentialSource = { current: () => CREDENTIALS, acquire: async () => CREDENTIALS };
-    const budget = replayBudget(1 << 20);
+    const replayBudget = new ReplayBudget(1 << 20);
     const handler = createProxyHandler({
       routes: [{ name: 'service', prefix: '', engine, credentials: source, stripHeaders: new Set(), stripQuery: new Set(), stripCookies: new Set() }],
       guard: compileIpGuard(['127.0.0.1/32']), metrics: NO_METRICS, logger: createCaptureLogger().logger, clock: systemClock,
-      replayBodyLimitBytes: 1024, replayBudget: budget, logRequests: false,
+      replayBodyLimitBytes: 1024, replayBudget, logRequests: false,
     });
     const uncaught: unknown[] = [];
     const server = createServer((req, res) => {
@@ -47,7 +47,7 @@ describe('an engine that throws instead of rejecting', () => {
       assert.equal(first.status, 502);
       assert.match(first.body.toString(), /"message"/);
       assert.deepEqual(uncaught, [], 'the handler threw');
-      assert.equal(budget.held, 0, 'the body copy was not released');
+      assert.equal(replayBudget.held, 0, 'the body copy was not released');
       const second = await send(port, { path: '/y' });
       assert.equal(second.status, 502);
       assert.equal(calls, 2);

@@ -6,7 +6,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import type { CredentialSource, RouteCredentials } from '../../src/proxy/route-credentials.js';
 import { compileIpGuard } from '../../src/shared/ip-guard.js';
 import { createProxyHandler } from '../../src/proxy/proxy-handler.js';
-import { replayBudget } from '../helpers/replay-budget.js';
+import { ReplayBudget } from '../../src/proxy/replay-body.js';
 import type { ProxyEngine, UpstreamRequest } from '../../src/upstream/engine.js';
 import { bufferedBody } from '../../src/upstream/upstream-body.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
@@ -29,7 +29,7 @@ async function start() {
   const handler = createProxyHandler({
     routes: [{ name: 'service', prefix: '', engine, credentials: source, stripHeaders: new Set(), stripQuery: new Set(), stripCookies: new Set(['sid']) }],
     guard: compileIpGuard(['127.0.0.1/32']), metrics: NO_METRICS, logger: createCaptureLogger().logger, clock: systemClock,
-    replayBodyLimitBytes: 1024, replayBudget: replayBudget(1 << 20), logRequests: false,
+    replayBodyLimitBytes: 1024, replayBudget: new ReplayBudget(1 << 20), logRequests: false,
   });
   const server = createServer(handler);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
