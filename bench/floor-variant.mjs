@@ -1,5 +1,5 @@
 /**
- * bench/bare-undici.mjs with some of the sidecar's V8 settings, applied from dist/shared/v8-tuning.js
+ * bench/bare-undici.mjs with some of the sidecar's V8 settings, applied from dist/lib/shared/v8-tuning.js
  * once its modules are loaded (as the sidecar applies them): TUNE is a comma list of `liftoff`,
  * `growth` and `young`. Used by bench/floor-settings.ts (finding 29); same environment otherwise.
  */
@@ -12,7 +12,7 @@ if (!dist) {
 }
 await import('./bare-undici.mjs');
 const { setFlagsFromString } = await import('node:v8');
-const tuning = await import(`${dist}/shared/v8-tuning.js`);
+const tuning = await import(`${dist}/lib/shared/v8-tuning.js`);
 if (tune.includes('liftoff')) setFlagsFromString('--liftoff-only');
 if (tune.includes('growth')) setFlagsFromString(`--heap-growing-percent=${tuning.OLD_SPACE_GROWTH_PERCENT}`);
 if (tune.includes('young')) tuning.capYoungGeneration(tuning.YOUNG_GENERATION_CAP_BYTES);

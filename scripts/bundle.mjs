@@ -1,25 +1,34 @@
 // Bundles the CLI after `tsc`: one ESM entry plus lazily loaded chunks per command. Resolving
 // and compiling ~400 separate module files made `run` take ~700 ms to listen; bundling was the
-// largest single start-up gain (bench/results/findings.md). dist/*.js from tsc stay for library use.
+// largest single start-up gain (bench/results/findings.md). dist/lib/*.js from tsc stay for library use.
+//
+// Layout: dist/cli.js is the launcher, a CommonJS script (dist/package.json: an ES module entry
+// costs Node's ES module loader, 3–4.5 ms of every start, finding 31); everything else is in
+// dist/lib/, an ES module scope of its own (dist/lib/package.json), with the bundles in dist/lib/bundle/.
 import { build } from 'esbuild';
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
-import * as schemaModule from '../dist/config/schema.js';
-import { AJV_OPTIONS, addAnnotationKeywords } from '../dist/config/validate-config.js';
-import * as weblateSchemas from '../dist/localization/weblate-schemas.js';
+
+// Written before anything from dist/lib/ is imported: once dist/package.json exists, dist/lib/
+// needs its own scope to stay ES modules.
+await writeFile('dist/lib/package.json', '{ "type": "module" }\n');
+await writeFile('dist/package.json', '{ "type": "commonjs" }\n');
+const schemaModule = await import('../dist/lib/config/schema.js');
+const { AJV_OPTIONS, addAnnotationKeywords } = await import('../dist/lib/config/validate-config.js');
+const weblateSchemas = await import('../dist/lib/localization/weblate-schemas.js');
 
 // The config validator as standalone code, so `run` does not compile the schema at start-up.
 const ajv = addAnnotationKeywords(new Ajv({ ...AJV_OPTIONS, code: { source: true } }));
 const validatorCode = standaloneCode.default(ajv, ajv.compile(schemaModule.ConfigSchema));
-await writeFile('dist/config-validator.cjs', validatorCode);
+await writeFile('dist/lib/config-validator.cjs', validatorCode);
 
 // The Weblate translation validator too (src/localization/translation-schema.ts looks for it), so
 // neither ajv nor TypeBox is in the bundles: run.cjs is one script whose whole source stays in
 // the heap, and they were 450 KB of it that a sidecar never ran (finding 26).
 const translationAjv = new Ajv({ ...weblateSchemas.TRANSLATION_AJV_OPTIONS, code: { source: true } });
-await writeFile('dist/translation-validator.cjs', standaloneCode.default(translationAjv, translationAjv.compile(weblateSchemas.TranslationSchema)));
+await writeFile('dist/lib/translation-validator.cjs', standaloneCode.default(translationAjv, translationAjv.compile(weblateSchemas.TranslationSchema)));
 
 // undici's HTTP/2 client loads node:http2 when imported (~10 ms of start-up on one core) though
 // it only runs with `allowH2`, which the sidecar never sets (its connectors offer only HTTP/1.1
@@ -53,8 +62,8 @@ const asJson = (module) => Object.entries(module).map(([name, value]) => `export
 const frozenSchema = {
   name: 'schemas-as-json',
   setup(build) {
-    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]schema\.js$/ }, () => ({ contents: asJson(schemaModule), loader: 'js' }));
-    build.onLoad({ filter: /[\\/]dist[\\/]localization[\\/]weblate-schemas\.js$/ }, () => ({ contents: asJson(weblateSchemas), loader: 'js' }));
+    build.onLoad({ filter: /[\\/]dist[\\/]lib[\\/]config[\\/]schema\.js$/ }, () => ({ contents: asJson(schemaModule), loader: 'js' }));
+    build.onLoad({ filter: /[\\/]dist[\\/]lib[\\/]localization[\\/]weblate-schemas\.js$/ }, () => ({ contents: asJson(weblateSchemas), loader: 'js' }));
   },
 };
 
@@ -73,18 +82,18 @@ const sidecarBundle = {
 };
 
 // Chunk names carry content hashes: clear the old ones so no stale chunk ships.
-await rm('dist/bundle', { recursive: true, force: true });
+await rm('dist/lib/bundle', { recursive: true, force: true });
 await build({
   ...sidecarBundle,
-  entryPoints: ['dist/cli.js'],
-  outdir: 'dist/bundle',
+  entryPoints: ['dist/lib/cli.js'],
+  outdir: 'dist/lib/bundle',
   splitting: true,
   format: 'esm',
   // CommonJS dependencies call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __b2bRequire } from 'node:module'; const require = __b2bRequire(import.meta.url);" },
 });
 // Next to the chunks too: config.ts looks for it beside itself.
-await writeFile('dist/bundle/config-validator.cjs', validatorCode);
+await writeFile('dist/lib/bundle/config-validator.cjs', validatorCode);
 
 // validate-config.js requires the prebuilt validator at run time (so the ESM bundle and the tests
 // can fall back to compiling the schema); in the one-file build it is bundled instead: it then
@@ -92,7 +101,7 @@ await writeFile('dist/bundle/config-validator.cjs', validatorCode);
 const bundledValidator = {
   name: 'config-validator-bundled',
   setup(build) {
-    build.onLoad({ filter: /[\\/]dist[\\/]config[\\/]validate-config\.js$/ }, async (args) => {
+    build.onLoad({ filter: /[\\/]dist[\\/]lib[\\/]config[\\/]validate-config\.js$/ }, async (args) => {
       const code = await readFile(args.path, 'utf8');
       const lookup = 'createRequire(import.meta.url)';
       if (!code.includes(lookup)) throw new Error(`${args.path} no longer has ${lookup}: update scripts/bundle.mjs`);
@@ -107,8 +116,8 @@ const bundledValidator = {
 // loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
 await build({
   ...sidecarBundle,
-  entryPoints: ['dist/cli-run.js'],
-  outfile: 'dist/bundle/run.cjs',
+  entryPoints: ['dist/lib/cli-run.js'],
+  outfile: 'dist/lib/bundle/run.cjs',
   format: 'cjs',
   plugins: [...sidecarBundle.plugins, bundledValidator],
   // Modules that find files beside themselves (the config validator) read import.meta.url.
@@ -120,26 +129,26 @@ await build({
 // scripts/warm-code-cache.mjs, replaces it with one made after a warm start. Made by the node that
 // builds, i.e. the one that runs it (the Dockerfile builds with the runtime's image); any other
 // node rejects it and compiles the file as before.
-const { loadCommonJs } = await import('../dist/code-cache.js');
-await writeFile('dist/bundle/run.cjs.v8cache', loadCommonJs(resolve('dist/bundle/run.cjs')).createCache());
+const { loadCommonJs } = await import('../dist/lib/code-cache.js');
+await writeFile('dist/lib/bundle/run.cjs.v8cache', loadCommonJs(resolve('dist/lib/bundle/run.cjs')).createCache());
 
-// dist/cli.js: the launcher (src/launch.ts) in one file; the bundles it chooses between stay external.
+// dist/cli.js: the launcher (src/launch.ts) in one CommonJS file; the bundles it chooses between stay external.
 const bundlesExternal = {
   name: 'bundles-external',
   setup(build) {
-    build.onResolve({ filter: /^\.\/bundle\// }, (args) => ({ path: args.path, external: true }));
+    build.onResolve({ filter: /^\.\/lib\/bundle\// }, (args) => ({ path: args.path, external: true }));
   },
 };
 await build({
-  entryPoints: ['dist/launch.js'],
+  entryPoints: ['dist/lib/launch.js'],
   outfile: 'dist/cli.js',
-  allowOverwrite: true,
   bundle: true,
-  format: 'esm',
+  format: 'cjs',
   platform: 'node',
   target: 'node20',
   logLevel: 'error',
   plugins: [bundlesExternal],
-  banner: { js: '#!/usr/bin/env node\n// Entry point: see src/launch.ts and scripts/bundle.mjs.' },
+  define: { 'import.meta.url': '__b2bImportMetaUrl' },
+  banner: { js: "#!/usr/bin/env node\n// Entry point: see src/launch.ts and scripts/bundle.mjs.\nvar __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 await chmod('dist/cli.js', 0o755);

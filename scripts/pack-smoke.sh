@@ -41,7 +41,7 @@ tgz="$work/$tgz_name"
 step "tarball contents ($tgz_name)"
 contents=$(tar -tzf "$tgz")
 printf '%s\n' "$contents" | sed 's/^/  /'
-for required in package/package.json package/README.md package/dist/cli.js package/dist/bundle/run.cjs package/dist/bundle/run.cjs.v8cache package/config/sidecar.example.yaml; do
+for required in package/package.json package/README.md package/dist/cli.js package/dist/lib/bundle/run.cjs package/dist/lib/bundle/run.cjs.v8cache package/config/sidecar.example.yaml; do
   grep -qx "$required" <<<"$contents" || fail "$required is missing from the tarball"
 done
 if grep -Eq '^package/(src|test|bench|node_modules|\.ci|\.tmp)/' <<<"$contents"; then
@@ -66,7 +66,7 @@ expected=$(node -p "require('$work/src/package.json').version")
 [ "$version" = "$expected" ] || fail "--version printed '$version', expected '$expected'"
 printf '%s\n' "$version"
 
-step "npx b2b-sidecar run --config (missing file): the plain run path (dist/bundle/run.cjs) loads and exits 2"
+step "npx b2b-sidecar run --config (missing file): the plain run path (dist/lib/bundle/run.cjs) loads and exits 2"
 set +e
 run_err=$(npx --no -- b2b-sidecar run --config "$work/missing.yaml" 2>&1 >/dev/null)
 run_code=$?

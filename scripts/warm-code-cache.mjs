@@ -1,4 +1,4 @@
-// Writes dist/bundle/run.cjs.v8cache after a warm start (src/code-cache.ts, issue 14): runs the
+// Writes dist/lib/bundle/run.cjs.v8cache after a warm start (src/code-cache.ts, issue 14): runs the
 // plain `run` from run.cjs against the simulated B2B service until the first token, then saves what
 // V8 compiled by then (module evaluation and every start-up function), so a real start compiles
 // almost nothing. Run by `npm run build` after scripts/bundle.mjs, in a process of its own:
@@ -10,10 +10,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-const dist = resolve(process.argv[2] ?? 'dist');
-const { createB2bSimulator } = await import(join(dist, 'simulator/b2b-simulator.js'));
-const { generateTlsMaterial } = await import(join(dist, 'simulator/certs.js'));
-const { loadCommonJs } = await import(join(dist, 'code-cache.js'));
+const lib = join(resolve(process.argv[2] ?? 'dist'), 'lib');
+const { createB2bSimulator } = await import(join(lib, 'simulator/b2b-simulator.js'));
+const { generateTlsMaterial } = await import(join(lib, 'simulator/certs.js'));
+const { loadCommonJs } = await import(join(lib, 'code-cache.js'));
 
 const work = mkdtempSync(join(tmpdir(), 'b2b-warm-'));
 const tls = await generateTlsMaterial(['127.0.0.1']);
@@ -26,18 +26,18 @@ writeFileSync(config, `listen: {port: 0}\nadmin: {port: 0}\nservice: {baseUrl: "
   'credentials: {apiKey: warm-api-key, password: warm-password}\n');
 
 v8.setFlagsFromString = () => {};
-const file = loadCommonJs(join(dist, 'bundle/run.cjs'));
+const file = loadCommonJs(join(lib, 'bundle/run.cjs'));
 const give = (code, message) => {
   process.stderr.write(message);
   rmSync(work, { recursive: true, force: true });
   process.exit(code);
 };
 // A failure costs only start-up time: warn and keep the evaluation-only cache (the build goes on).
-setTimeout(() => give(0, 'warm-code-cache: WARNING: no token within 20 s; dist/bundle/run.cjs.v8cache stays the one from evaluation alone\n'), 20_000);
+setTimeout(() => give(0, 'warm-code-cache: WARNING: no token within 20 s; dist/lib/bundle/run.cjs.v8cache stays the one from evaluation alone\n'), 20_000);
 // The sidecar's log goes to stdout: the first token ends the warm-up.
 process.stdout.write = (chunk) => {
   if (String(chunk).includes('"token obtained"')) {
-    writeFileSync(join(dist, 'bundle/run.cjs.v8cache'), file.createCache());
+    writeFileSync(join(lib, 'bundle/run.cjs.v8cache'), file.createCache());
     give(0, '');
   }
   return true;

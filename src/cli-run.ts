@@ -5,7 +5,7 @@ import { processIo, settle, surviveLostOutput, tuneV8ForServing } from './cli-pr
 
 /**
  * The second process entry: a plain `run` (plain-run-args.ts). scripts/bundle.mjs builds it into
- * one CommonJS file, dist/bundle/run.cjs, with a V8 code cache, which dist/cli.js (launch.ts)
+ * one CommonJS file, dist/lib/bundle/run.cjs, with a V8 code cache, which dist/cli.js (launch.ts)
  * loads without the ES module loader and without commander (issue 14: start-up time).
  * Loading the file only defines `main`; the launcher calls it once every module is evaluated, so
  * tuneV8ForServing still runs after everything `run` needs at start-up is loaded.

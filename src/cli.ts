@@ -18,9 +18,9 @@ const commands = {
   healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
 
-/** The package version; the file sits one level up from dist/ or two from the bundle in dist/bundle/. */
+/** The package version: one level up from src/ (tests), two from dist/lib/, three from dist/lib/bundle/. */
 function packageVersion(): string {
-  for (const path of ['../package.json', '../../package.json']) {
+  for (const path of ['../package.json', '../../package.json', '../../../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
       if (pkg.name === 'b2b-sidecar' && pkg.version) return pkg.version;

@@ -47,7 +47,7 @@ export interface CommonJsFile {
  * build stage) would be written into the shipped cache and shown in every trace of a running sidecar.
  */
 function scriptName(filename: string): string {
-  return `b2b-sidecar/dist/bundle/${basename(filename)}`;
+  return `b2b-sidecar/dist/lib/bundle/${basename(filename)}`;
 }
 
 const DIGEST_BYTES = 20;

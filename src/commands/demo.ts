@@ -88,7 +88,8 @@ async function runDemo(args: { port?: number; adminPort?: number; ttl: number },
         `curl -s ${admin}/metrics`,
         '',
         'And the translation command:',
-        `node ${fileURLToPath(new URL('../cli.js', import.meta.url))} translation demo/web/en --config ${configFile}`,
+        // dist/cli.js, two levels up from the bundle's chunks (dist/lib/bundle/) and from dist/lib/commands/.
+        `node ${fileURLToPath(new URL('../../cli.js', import.meta.url))} translation demo/web/en --config ${configFile}`,
         '',
       ].join('\n'));
     });

@@ -21,8 +21,8 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
 /**
  * Compiled once per process: the schema is static. allErrors so every problem is reported at
  * once; useDefaults fills in every default. The build writes the same validator as standalone
- * code in dist/ (dist/config-validator.cjs: one level up from dist/config/ and from the bundle's
- * dist/bundle/) so the CLI does not compile it at every start (~60 ms); from sources (tests) it
+ * code in dist/lib/ (dist/lib/config-validator.cjs: one level up from dist/lib/config/ and from the
+ * bundles' dist/lib/bundle/) so the CLI does not compile it at every start (~60 ms); from sources (tests) it
  * is compiled here.
  */
 const validate: ValidateFunction = prebuiltValidator(createRequire(import.meta.url), '../config-validator.cjs',

@@ -19,8 +19,8 @@ export type { Component, Language, Project, Translation } from './weblate-schema
 
 /**
  * The validator, made once at its first use: prebuilt by the build as
- * dist/translation-validator.cjs (one level up from dist/localization/ and from the bundles in
- * dist/bundle/), compiled here from sources (tests).
+ * dist/lib/translation-validator.cjs (one level up from dist/lib/localization/ and from the bundles
+ * in dist/lib/bundle/), compiled here from sources (tests).
  */
 let compiled: ValidateFunction<Translation> | undefined;
 function validator(): ValidateFunction<Translation> {

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 
-const BUNDLE_RUN = fileURLToPath(new URL('../../dist/bundle/', import.meta.url));
+const BUNDLE_RUN = fileURLToPath(new URL('../../dist/lib/bundle/', import.meta.url));
 
 /**
  * What the `run` path loads, checked on the built bundle. Each of these once cost start-up time
@@ -29,7 +29,7 @@ describe('module footprint of `run`', () => {
         cjs,
       }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { run?: string; internalUndici: boolean; http2: boolean; cjs: string[] };
-    assert.ok(out.run, 'the run command chunk exists in dist/bundle');
+    assert.ok(out.run, 'the run command chunk exists in dist/lib/bundle');
     assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
     assert.equal(out.http2, false, 'node:http2 was loaded');
     // Whatever the bundle still requires from node_modules at run time shows up here...
@@ -48,7 +48,7 @@ describe('module footprint of `run`', () => {
   });
 });
 
-describe('module footprint of the plain `run` (dist/bundle/run.cjs, loaded by dist/cli.js)', () => {
+describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded by dist/cli.js)', () => {
   it('loads the same as the run chunk, and neither commander nor any other command', () => {
     // Loading the file only defines main (src/cli-run.ts), so nothing starts. TypeBox names its
     // symbols with Symbol.for when its modules evaluate: recorded to show they do not.
@@ -93,7 +93,7 @@ describe('module footprint of the plain `run` (dist/bundle/run.cjs, loaded by di
 describe('module footprint of `healthcheck`', () => {
   it('loads the config and node:http only: not the sidecar, the proxy, undici, prom-client or winston (it runs every HEALTHCHECK interval)', () => {
     const chunk = readdirSync(BUNDLE_RUN).find((f) => /^healthcheck-[A-Z0-9]+\.js$/.test(f));
-    assert.ok(chunk, 'the healthcheck command chunk exists in dist/bundle');
+    assert.ok(chunk, 'the healthcheck command chunk exists in dist/lib/bundle');
     const sources = bundledSources(chunk);
     assert.ok(sources.some((f) => f.endsWith('src/config/load-config.ts')), 'the source-map walk found the config loader');
     for (const name of ['src/sidecar.ts', 'src/proxy/proxy-handler.ts', 'node_modules/undici/', 'node_modules/prom-client/', 'node_modules/winston/']) {

@@ -9,10 +9,10 @@ import { plainRunArgs } from '../../src/plain-run-args.js';
 import { runCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const COMMANDER_CLI = join(ROOT, 'dist/bundle/cli.js');
+const COMMANDER_CLI = join(ROOT, 'dist/lib/bundle/cli.js');
 
 /**
- * The plain `run` fast path (issue 14): dist/cli.js loads dist/bundle/run.cjs with its V8 code cache
+ * The plain `run` fast path (issue 14): dist/cli.js loads dist/lib/bundle/run.cjs with its V8 code cache
  * instead of the ESM bundle with commander. It must behave exactly as the commander path, and a
  * missing, corrupt or stale cache must only cost time.
  */
@@ -76,49 +76,49 @@ describe('the plain `run` fast path', () => {
       return dir;
     }
     const cacheUsed = (dir: string) => execFileSync(process.execPath, ['--input-type=module', '-e',
-      `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/code-cache.js'))});
-       process.stdout.write(String(loadCommonJs(${JSON.stringify(join(dir, 'dist/bundle/run.cjs'))}).cacheUsed));`], { encoding: 'utf8' });
+      `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/code-cache.js'))});
+       process.stdout.write(String(loadCommonJs(${JSON.stringify(join(dir, 'dist/lib/bundle/run.cjs'))}).cacheUsed));`], { encoding: 'utf8' });
 
     it('is made by the build and taken by this node', () => {
       assert.equal(cacheUsed(ROOT), 'true');
     });
 
     it('holds code only: no value of the build\'s warm start (its credentials, its temporary paths), nor the build\'s directory', () => {
-      const cache = readFileSync(join(ROOT, 'dist/bundle/run.cjs.v8cache'), 'latin1');
+      const cache = readFileSync(join(ROOT, 'dist/lib/bundle/run.cjs.v8cache'), 'latin1');
       for (const value of ['warm-api-key', 'warm-password', 'b2b-warm-', ROOT]) assert.ok(!cache.includes(value), value);
     });
 
     it('names the file the same in stack traces wherever the package is installed, cache or not', () => {
       const where = (dir: string) => execFileSync(process.execPath, ['--input-type=module', '-e',
-        `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/code-cache.js'))});
-         const file = loadCommonJs(${JSON.stringify(join(dir, 'dist/bundle/run.cjs'))});
+        `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/code-cache.js'))});
+         const file = loadCommonJs(${JSON.stringify(join(dir, 'dist/lib/bundle/run.cjs'))});
          try { file.exports.main(['not-a-plain-run']); } catch (err) { process.stdout.write(file.cacheUsed + ' ' + err.stack.split('\\n')[1]); }`], { encoding: 'utf8' });
       const moved = distCopy();
       const cold = distCopy();
-      rmSync(join(cold, 'dist/bundle/run.cjs.v8cache'));
+      rmSync(join(cold, 'dist/lib/bundle/run.cjs.v8cache'));
       for (const [dir, cached] of [[moved, 'true'], [cold, 'false']] as const) {
         const out = where(dir);
         const used = out.slice(0, out.indexOf(' '));
         const frame = out.slice(out.indexOf(' ') + 1);
         assert.equal(used, cached, dir);
-        assert.match(frame, /\(b2b-sidecar\/dist\/bundle\/run\.cjs:\d+:\d+\)/, frame);
+        assert.match(frame, /\(b2b-sidecar\/dist\/lib\/bundle\/run\.cjs:\d+:\d+\)/, frame);
         assert.ok(!frame.includes(ROOT), frame);
       }
     });
 
     it('starts `run` as usual when the cache is absent, corrupt, or made for other source bytes', async () => {
       const absent = distCopy();
-      rmSync(join(absent, 'dist/bundle/run.cjs.v8cache'));
+      rmSync(join(absent, 'dist/lib/bundle/run.cjs.v8cache'));
       const corrupt = distCopy();
-      const data = readFileSync(join(corrupt, 'dist/bundle/run.cjs.v8cache'));
+      const data = readFileSync(join(corrupt, 'dist/lib/bundle/run.cjs.v8cache'));
       data.fill(0x5a, 20);
-      writeFileSync(join(corrupt, 'dist/bundle/run.cjs.v8cache'), data);
+      writeFileSync(join(corrupt, 'dist/lib/bundle/run.cjs.v8cache'), data);
       const truncated = distCopy();
-      writeFileSync(join(truncated, 'dist/bundle/run.cjs.v8cache'), data.subarray(0, 10));
+      writeFileSync(join(truncated, 'dist/lib/bundle/run.cjs.v8cache'), data.subarray(0, 10));
       // Same length, other bytes: V8 would take its cache for it (it only compares the length), so
       // the old message would be logged. The digest beside the cache must send it to the compiler.
       const edited = distCopy();
-      const run = join(edited, 'dist/bundle/run.cjs');
+      const run = join(edited, 'dist/lib/bundle/run.cjs');
       const source = readFileSync(run, 'latin1');
       assert.ok(source.includes('"sidecar started"'));
       writeFileSync(run, source.replace('"sidecar started"', '"SIDECAR started"'), 'latin1');

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/weblate/translations/', import.meta.url));
 const SOURCE = fileURLToPath(new URL('../../src/localization/translation-schema.ts', import.meta.url));
-const BUILT = fileURLToPath(new URL('../../dist/localization/translation-schema.js', import.meta.url));
+const BUILT = fileURLToPath(new URL('../../dist/lib/localization/translation-schema.js', import.meta.url));
 
 /** Each Weblate fixture as sent, and broken in each way the reader must refuse or tolerate. */
 function cases(): unknown[] {
@@ -55,7 +55,7 @@ function verdicts(module: string, loader: string[]): { verdicts: string[]; ajvLo
   return JSON.parse(out) as { verdicts: string[]; ajvLoaded: boolean };
 }
 
-describe('the prebuilt Weblate translation validator (dist/translation-validator.cjs)', () => {
+describe('the prebuilt Weblate translation validator (dist/lib/translation-validator.cjs)', () => {
   it('reaches the same verdict as the schema compiled by ajv, on Weblate\'s fixtures as sent and broken, without loading ajv', () => {
     const compiled = verdicts(SOURCE, ['--import', 'tsx']);
     const prebuilt = verdicts(BUILT, []);
