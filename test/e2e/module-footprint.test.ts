@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 
@@ -87,6 +89,29 @@ describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded b
 
   it('is one file: no import() left for the ES module loader', () => {
     assert.doesNotMatch(readFileSync(`${BUNDLE_RUN}run.cjs`, 'utf8'), /\bimport\(/);
+  });
+
+  it('is started by dist/cli.js without Node\'s ES module loader, which an ES module entry costs at every start (finding 31)', () => {
+    // A plain `run` whose config file is missing goes the whole fast path and exits 2; the
+    // preload reports at exit whether Node's ES module loader was loaded. `--version` goes through
+    // commander's ES module bundle: there the same probe must see it.
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-esm-probe-'));
+    try {
+      const probe = join(dir, 'probe.cjs');
+      // module_job runs ES modules; node:module alone loads the loader's code, not this.
+      writeFileSync(probe, "process.on('exit', () => process.stderr.write(`esm loader: ${process.moduleLoadList.includes('NativeModule internal/modules/esm/module_job')}\\n`));\n");
+      const cli = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+      const run = (args: string[]) => spawnSync(process.execPath, ['-r', probe, cli, ...args], { encoding: 'utf8' });
+      const plain = run(['run', '--config', join(dir, 'missing.yaml')]);
+      assert.equal(plain.status, 2, plain.stderr);
+      assert.match(plain.stderr, /does not exist/);
+      assert.match(plain.stderr, /^esm loader: false$/m);
+      const version = run(['--version']);
+      assert.equal(version.status, 0, version.stderr);
+      assert.match(version.stderr, /^esm loader: true$/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
