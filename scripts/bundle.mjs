@@ -5,6 +5,8 @@
 // Layout: dist/cli.js is the launcher, a CommonJS script (dist/package.json: an ES module entry
 // costs Node's ES module loader, 3–4.5 ms of every start, finding 31); everything else is in
 // dist/lib/, an ES module scope of its own (dist/lib/package.json), with the bundles in dist/lib/bundle/.
+// `npm run build` empties dist/ first: a build over the older layout left its files beside these,
+// shipped by `npm pack` and no longer loadable under dist/package.json's "commonjs".
 import { build } from 'esbuild';
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -92,8 +94,6 @@ await build({
   // CommonJS dependencies call require(); give the ESM bundle one.
   banner: { js: "import { createRequire as __b2bRequire } from 'node:module'; const require = __b2bRequire(import.meta.url);" },
 });
-// Next to the chunks too: config.ts looks for it beside itself.
-await writeFile('dist/lib/bundle/config-validator.cjs', validatorCode);
 
 // validate-config.js requires the prebuilt validator at run time (so the ESM bundle and the tests
 // can fall back to compiling the schema); in the one-file build it is bundled instead: it then
@@ -149,6 +149,6 @@ await build({
   logLevel: 'error',
   plugins: [bundlesExternal],
   define: { 'import.meta.url': '__b2bImportMetaUrl' },
-  banner: { js: "#!/usr/bin/env node\n// Entry point: see src/launch.ts and scripts/bundle.mjs.\nvar __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: { js: "#!/usr/bin/env node\n'use strict';\n// Entry point: see src/launch.ts and scripts/bundle.mjs.\nvar __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 await chmod('dist/cli.js', 0o755);

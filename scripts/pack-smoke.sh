@@ -44,6 +44,9 @@ printf '%s\n' "$contents" | sed 's/^/  /'
 for required in package/package.json package/README.md package/dist/cli.js package/dist/lib/bundle/run.cjs package/dist/lib/bundle/run.cjs.v8cache package/config/sidecar.example.yaml; do
   grep -qx "$required" <<<"$contents" || fail "$required is missing from the tarball"
 done
+# dist/ is the launcher, its scope file and dist/lib/: anything else is left over from another layout.
+stray=$(grep '^package/dist/' <<<"$contents" | grep -Ev '^package/dist/(cli\.js|package\.json|lib/.*)$' || true)
+[ -z "$stray" ] || fail "the tarball ships files outside the dist/ layout: $(head -3 <<<"$stray" | tr '\n' ' ')"
 if grep -Eq '^package/(src|test|bench|node_modules|\.ci|\.tmp)/' <<<"$contents"; then
   fail "the tarball ships source, tests or local files (check package.json \"files\")"
 fi

@@ -15,7 +15,11 @@ if (plainRunArgs(argv)) {
   const run = loadCommonJs(fileURLToPath(new URL('./lib/bundle/run.cjs', import.meta.url))).exports as { main(argv: readonly string[]): void };
   run.main(argv);
 } else {
-  // No top-level await in a CommonJS script: a failed import is an unhandled rejection, which
-  // Node reports with its stack and exit code 1, as the awaited import did.
-  void import('./lib/bundle/cli.js' as string);
+  // No top-level await in a CommonJS script. A broken install (a chunk or dependency missing)
+  // must fail whatever --unhandled-rejections says: `healthcheck` runs here, and exit 0 would
+  // report a broken image healthy.
+  import('./lib/bundle/cli.js' as string).catch((err: unknown) => {
+    process.stderr.write(`${(err as Error)?.stack ?? String(err)}\n`);
+    process.exitCode = 1;
+  });
 }

@@ -1,6 +1,6 @@
 // What the bare reference proxies (bench/bare-*.mjs) read from their environment: the upstream,
 // its trust and the static credential headers. Plain .mjs so the references run without a loader.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 // Required, not imported: an ES import of node:tls copies Node's roots into strings held for life
@@ -18,8 +18,9 @@ export { target };
 // SIDECAR_DIST (a built dist/ directory): the floor with the sidecar's own process settings, so
 // its memory and start-up are what any proxy pays for the same job: the trust store built the
 // sidecar's way (shared/tls.js) and, once every module is loaded, its V8 tuning (shared/v8-tuning.js).
-const dist = process.env.SIDECAR_DIST;
-const sidecarTls = dist ? await import(`${dist}/lib/shared/tls.js`) : undefined;
+// A build from before dist/lib/ (finding 31) keeps its modules in dist/ itself: --dist runs old builds too.
+const dist = process.env.SIDECAR_DIST && (existsSync(`${process.env.SIDECAR_DIST}/lib`) ? `${process.env.SIDECAR_DIST}/lib` : process.env.SIDECAR_DIST);
+const sidecarTls = dist ? await import(`${dist}/shared/tls.js`) : undefined;
 
 // Same trust as the sidecar (system roots + the test CA), but as one prebuilt secure context:
 // an https.Agent given `ca: [...rootCertificates, extra]` joins ~140 PEMs into its pool key on
@@ -28,7 +29,7 @@ const sidecarTls = dist ? await import(`${dist}/lib/shared/tls.js`) : undefined;
 export const secureContext = sidecarTls
   ? sidecarTls.trustContext(sidecarTls.loadTrustedCas(caFile))
   : tls.createSecureContext({ ca: [...tls.rootCertificates, readFileSync(caFile, 'utf8')] });
-if (dist) (await import(`${dist}/lib/shared/v8-tuning.js`)).tuneV8ForServing();
+if (dist) (await import(`${dist}/shared/v8-tuning.js`)).tuneV8ForServing();
 export const credentialHeaders = { authorization: `Bearer ${process.env.TOKEN}`, apikey: process.env.API_KEY };
 
 /** Listens on a free loopback port and prints the line the benchmark waits for. */

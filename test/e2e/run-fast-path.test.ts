@@ -63,18 +63,35 @@ describe('the plain `run` fast path', () => {
     assert.match(stderr, /^after tuning: \[\]$/m);
   });
 
-  describe('code cache', () => {
-    const copies: string[] = [];
-    after(() => { for (const c of copies) rmSync(c, { recursive: true, force: true }); });
-    /** dist/ copied with package.json (ESM) and node_modules linked, so the copy runs as the original. */
-    function distCopy(): string {
-      const dir = mkdtempSync(join(tmpdir(), 'b2b-fast-dist-'));
-      copies.push(dir);
-      cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
-      cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
-      symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
-      return dir;
+  const copies: string[] = [];
+  after(() => { for (const c of copies) rmSync(c, { recursive: true, force: true }); });
+  /** dist/ copied with package.json and node_modules linked, so the copy runs as the original. */
+  function distCopy(): string {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-fast-dist-'));
+    copies.push(dir);
+    cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
+    cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+    symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+    return dir;
+  }
+
+  it('fails a command line whose bundle cannot load with exit 1, whatever --unhandled-rejections says (the image\'s HEALTHCHECK runs it)', () => {
+    const broken = distCopy();
+    rmSync(join(broken, 'dist/lib/bundle/cli.js'));
+    for (const mode of ['throw', 'warn', 'none']) {
+      let status = 0;
+      let stderr = '';
+      try {
+        execFileSync(process.execPath, [`--unhandled-rejections=${mode}`, join(broken, 'dist/cli.js'), '--version'], { encoding: 'utf8', stdio: 'pipe' });
+      } catch (err) {
+        ({ status, stderr } = err as { status: number; stderr: string });
+      }
+      assert.equal(status, 1, `--unhandled-rejections=${mode}`);
+      assert.match(stderr, /Cannot find module .*lib\/bundle\/cli\.js/, mode);
     }
+  });
+
+  describe('code cache', () => {
     const cacheUsed = (dir: string) => execFileSync(process.execPath, ['--input-type=module', '-e',
       `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/code-cache.js'))});
        process.stdout.write(String(loadCommonJs(${JSON.stringify(join(dir, 'dist/lib/bundle/run.cjs'))}).cacheUsed));`], { encoding: 'utf8' });
