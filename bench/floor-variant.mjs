@@ -1,10 +1,10 @@
 /**
- * bench/bare-undici.mjs with some of the sidecar's V8 settings, applied from dist/lib/shared/v8-tuning.js
- * (dist/shared/ in builds from before finding 31) once its modules are loaded (as the sidecar
- * applies them): TUNE is a comma list of `liftoff`,
- * `growth` and `young`. Used by bench/floor-settings.ts (finding 29); same environment otherwise.
+ * bench/bare-undici.mjs with some of the sidecar's V8 settings, applied from the build's
+ * shared/v8-tuning.js once its modules are loaded (as the sidecar applies them): TUNE is a comma
+ * list of `liftoff`, `growth` and `young`. Used by bench/floor-settings.ts (finding 29); same
+ * environment otherwise.
  */
-import { existsSync } from 'node:fs';
+import { sidecarModules } from './lib/reference-env.mjs';
 
 const tune = (process.env.TUNE ?? '').split(',').filter(Boolean);
 // Not SIDECAR_DIST: with it, reference-env.mjs applies all three settings and the sidecar's trust store.
@@ -15,7 +15,7 @@ if (!dist) {
 }
 await import('./bare-undici.mjs');
 const { setFlagsFromString } = await import('node:v8');
-const tuning = await import(`${existsSync(`${dist}/lib`) ? `${dist}/lib` : dist}/shared/v8-tuning.js`);
+const tuning = await import(`${sidecarModules(dist)}/shared/v8-tuning.js`);
 if (tune.includes('liftoff')) setFlagsFromString('--liftoff-only');
 if (tune.includes('growth')) setFlagsFromString(`--heap-growing-percent=${tuning.OLD_SPACE_GROWTH_PERCENT}`);
 if (tune.includes('young')) tuning.capYoungGeneration(tuning.YOUNG_GENERATION_CAP_BYTES);

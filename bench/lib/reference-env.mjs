@@ -15,11 +15,16 @@ if (!target || !caFile || !process.env.TOKEN || !process.env.API_KEY) {
 }
 
 export { target };
+
+/** Where a built dist/ keeps its modules: dist/lib/, or dist/ itself in builds from before finding 31 (--dist runs those too). */
+export function sidecarModules(dist) {
+  return existsSync(`${dist}/lib`) ? `${dist}/lib` : dist;
+}
+
 // SIDECAR_DIST (a built dist/ directory): the floor with the sidecar's own process settings, so
 // its memory and start-up are what any proxy pays for the same job: the trust store built the
 // sidecar's way (shared/tls.js) and, once every module is loaded, its V8 tuning (shared/v8-tuning.js).
-// A build from before dist/lib/ (finding 31) keeps its modules in dist/ itself: --dist runs old builds too.
-const dist = process.env.SIDECAR_DIST && (existsSync(`${process.env.SIDECAR_DIST}/lib`) ? `${process.env.SIDECAR_DIST}/lib` : process.env.SIDECAR_DIST);
+const dist = process.env.SIDECAR_DIST && sidecarModules(process.env.SIDECAR_DIST);
 const sidecarTls = dist ? await import(`${dist}/shared/tls.js`) : undefined;
 
 // Same trust as the sidecar (system roots + the test CA), but as one prebuilt secure context:

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -79,13 +79,7 @@ describe('the plain `run` fast path', () => {
     const broken = distCopy();
     rmSync(join(broken, 'dist/lib/bundle/cli.js'));
     for (const mode of ['throw', 'warn', 'none']) {
-      let status = 0;
-      let stderr = '';
-      try {
-        execFileSync(process.execPath, [`--unhandled-rejections=${mode}`, join(broken, 'dist/cli.js'), '--version'], { encoding: 'utf8', stdio: 'pipe' });
-      } catch (err) {
-        ({ status, stderr } = err as { status: number; stderr: string });
-      }
+      const { status, stderr } = spawnSync(process.execPath, [`--unhandled-rejections=${mode}`, join(broken, 'dist/cli.js'), '--version'], { encoding: 'utf8' });
       assert.equal(status, 1, `--unhandled-rejections=${mode}`);
       assert.match(stderr, /Cannot find module .*lib\/bundle\/cli\.js/, mode);
     }
