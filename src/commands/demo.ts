@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { validateConfig } from '../config/validate-config.js';
+import { ConfigError } from '../shared/errors.js';
 import { createLogger } from '../observability/logger.js';
 import { SecretSet } from '../shared/secrets.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
@@ -65,7 +66,15 @@ async function runDemo(args: { port?: number; adminPort?: number; ttl: number },
     };
     const configFile = join(dir, 'sidecar.yaml');
     await writeFile(configFile, stringify(raw), { mode: 0o600 });
-    const config = validateConfig(raw);
+    let config;
+    try {
+      config = validateConfig(raw);
+    } catch (err) {
+      // Only the options can make the demo's own config invalid (e.g. --port equal to --admin-port).
+      if (!(err instanceof ConfigError)) throw err;
+      io.stderr.write(`demo: the options give an invalid configuration:\n  - ${err.problems.join('\n  - ')}\n`);
+      return EXIT_USAGE;
+    }
     const secrets = new SecretSet();
     const logger = createLogger({ level: 'info', secrets, stream: io.stderr });
     const { sidecar, startError } = watchStart(createSidecar(config, { logger, secrets }));

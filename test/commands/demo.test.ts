@@ -72,6 +72,16 @@ describe('demo command', () => {
     });
   }
 
+  it('exits 2 when --port and --admin-port name the same port, naming both listeners and removing its folder', async () => {
+    const tmp = freshTmp();
+    const { server, port } = await occupiedPort();
+    server.close(); // a free port, named twice
+    const p = spawnCli(['demo', '--port', String(port), '--admin-port', String(port)], { TMPDIR: tmp });
+    assert.equal(await exitOf(p), 2, p.stderr());
+    assert.match(p.stderr(), /admin\.port .*would share/);
+    assert.deepEqual(readdirSync(tmp), []);
+  });
+
   it('removes its folder (CA, config with the demo credentials) when stopped with Ctrl-C', async () => {
     const tmp = freshTmp();
     const p = spawnCli(['demo'], { TMPDIR: tmp });
