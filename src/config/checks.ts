@@ -243,6 +243,12 @@ function checkWatch(list: unknown, report: Report): void {
 function checkRenewal(token: Section, report: Report): void {
   const { renewAt, maxLifetimeSeconds: max } = token;
   if (typeof renewAt !== 'number' || typeof max !== 'number') return;
+  // Out of the schema's range, ajv has said so; a window computed from it would only add noise
+  // (renewAt: 66 gave "leaves only -58500.00 s"). A percentage is the likely slip: say so.
+  if (!withinSchema(['token', 'renewAt'], renewAt) || !withinSchema(['token', 'maxLifetimeSeconds'], max)) {
+    if (renewAt > 1 && renewAt < 100) report(['token', 'renewAt'], `is a fraction of the lifetime, not a percentage: ${renewAt / 100} renews at ${renewAt} %`);
+    return;
+  }
   const after = renewAt * max;
   if (after < MIN_RENEW_AFTER_SECONDS) {
     report(['token', 'renewAt'], `renews ${after.toFixed(2)} s after issue with maxLifetimeSeconds ${max}; at least ${MIN_RENEW_AFTER_SECONDS} s is needed`);
@@ -250,4 +256,11 @@ function checkRenewal(token: Section, report: Report): void {
   if (max - after < MIN_RENEW_WINDOW_SECONDS) {
     report(['token', 'renewAt'], `leaves only ${(max - after).toFixed(2)} s between renewal and expiry with maxLifetimeSeconds ${max}; at least ${MIN_RENEW_WINDOW_SECONDS} s is needed`);
   }
+}
+
+/** True when `value` lies inside the numeric bounds the schema gives the key. */
+function withinSchema(path: ConfigPath, value: number): boolean {
+  const node = schemaAt(path) as { minimum?: number; maximum?: number; exclusiveMinimum?: number } | undefined;
+  if (!node) return true;
+  return !(value < (node.minimum ?? -Infinity) || value > (node.maximum ?? Infinity) || value <= (node.exclusiveMinimum ?? -Infinity));
 }

@@ -271,6 +271,14 @@ describe('validateConfig: problems', () => {
     assert.deepEqual(withChange((c) => { c.token = { maxLifetimeSeconds: 2 }; }), []);
   });
 
+  it('a renewAt outside its range gets the range and, for a percentage, the fraction it meant; no window arithmetic on it', () => {
+    assert.deepEqual(withChange((c) => { c.token = { renewAt: 66 }; }), [
+      'token.renewAt: must be <= 0.9',
+      'token.renewAt: is a fraction of the lifetime, not a percentage: 0.66 renews at 66 %',
+    ]);
+    assert.deepEqual(withChange((c) => { c.token = { renewAt: 0.5, maxLifetimeSeconds: 5000 }; }), ['token.maxLifetimeSeconds: must be <= 900']);
+  });
+
   it('tokenTimeoutMs above 2^31-1 is a config error', () => {
     // Node fires a longer timer after 1 ms (PITFALLS 15): every gentoken request would time out at once.
     assert.deepEqual(withChange((c) => { c.service.tokenTimeoutMs = 2 ** 31; }), [
