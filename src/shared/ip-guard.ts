@@ -14,6 +14,10 @@ export function parseStrictCidr(entry: string): Range | string {
   const [addr, prefix, extra] = text.split('/');
   if (extra !== undefined || addr === undefined || addr === '') return 'is not an address or CIDR';
   if (prefix !== undefined && !/^\d{1,3}$/.test(prefix)) return 'has an invalid prefix length';
+  // ipaddr.js keeps a zone (`fe80::1%eth0`) in toString(), so the host-bit check below misread it.
+  // Peers are compared without zones, so an entry with one could never mean what it says.
+  const zone = addr.indexOf('%');
+  if (zone !== -1 && addr.includes(':')) return `has a zone index (${addr.slice(zone)}); write the address without it, e.g. ${addr.slice(0, zone)}${prefix === undefined ? '' : `/${prefix}`}`;
   let parsed: Address;
   if (ipaddr.IPv4.isValidFourPartDecimal(addr)) {
     parsed = ipaddr.IPv4.parse(addr);

@@ -11,6 +11,13 @@ describe('parseStrictCidr', () => {
   }
 });
 
+describe('parseStrictCidr with an IPv6 zone index', () => {
+  it('names the zone instead of reading it as host bits (fe80::1%eth0 said "did you mean fe80::1/128?")', () => {
+    assert.equal(parseStrictCidr('fe80::1%eth0'), 'has a zone index (%eth0); write the address without it, e.g. fe80::1');
+    assert.equal(parseStrictCidr('fe80::%eth0/64'), 'has a zone index (%eth0); write the address without it, e.g. fe80::/64');
+  });
+});
+
 describe('source guard', () => {
   const guard = compileIpGuard(['127.0.0.1/32', '::1/128']);
   const judge = (peer: string | undefined, xff?: string) => guard.allows(guard.clientAddress(peer, xff));
