@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
-import { isScalar, LineCounter, parseDocument, visit, type Document } from 'yaml';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { validateConfig, type Config } from './validate-config.js';
 import { hostProblems } from './host-checks.js';
-import { envBindings, formatProblem, isRecord, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
+import { envBindings, formatPath, formatProblem, isRecord, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
 import { ConfigError } from '../shared/errors.js';
 
 /**
@@ -17,14 +17,14 @@ import { ConfigError } from '../shared/errors.js';
  * @throws ConfigError listing every problem: file, env coercion and validation together.
  */
 export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
-  const { data, problems: fileProblems } = path === undefined ? { data: {}, problems: [] } : await readConfigFile(path);
+  const { data, problems: fileProblems, keyLines } = path === undefined ? { data: {}, problems: [], keyLines: new Map<string, number>() } : await readConfigFile(path);
   const problems = [...fileProblems, ...applyEnv(data, env)];
   let config: Config | undefined;
   try {
     config = validateConfig(data);
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
-    problems.push(...err.problems);
+    problems.push(...err.problems.map((p) => withKeyLine(p, keyLines, path)));
   }
   problems.push(...await hostProblems(data));
   if (problems.length > 0 || config === undefined) throw new ConfigError(problems);
@@ -34,7 +34,33 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
 /** Never quotes the source or yaml's messages: the value at fault may be a password. */
 const QUOTE_HINT = 'quote values that start with * & or !';
 
-async function readConfigFile(path: string): Promise<{ data: Record<string, unknown>; problems: string[] }> {
+/** An unknown key comes from the file (env vars are all known): say on which line it is. */
+function withKeyLine(problem: string, keyLines: ReadonlyMap<string, number>, path: string | undefined): string {
+  const m = /^(\S+): is not a known key/.exec(problem);
+  const line = m && keyLines.get(m[1]!);
+  return line ? `${problem} at line ${line} of ${path}` : problem;
+}
+
+/** The line of every key in the document, by dotted path as problems name it (`guard.allow[1]`). */
+function keyLinesOf(doc: Document, lines: LineCounter): Map<string, number> {
+  const out = new Map<string, number>();
+  const walk = (node: unknown, path: ConfigPath): void => {
+    if (isMap(node)) {
+      for (const pair of node.items) {
+        if (!isScalar(pair.key)) continue;
+        const keyPath = [...path, String(pair.key.value)];
+        out.set(formatPath(keyPath), lines.linePos(pair.key.range?.[0] ?? 0).line);
+        walk(pair.value, keyPath);
+      }
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => walk(item, [...path, i]));
+    }
+  };
+  walk(doc.contents, []);
+  return out;
+}
+
+async function readConfigFile(path: string): Promise<{ data: Record<string, unknown>; problems: string[]; keyLines: Map<string, number> }> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
@@ -68,10 +94,10 @@ async function readConfigFile(path: string): Promise<{ data: Record<string, unkn
       ? lines.map((line) => `config file ${path}: unresolved YAML alias at line ${line}: ${QUOTE_HINT}`)
       : [`config file ${path}: YAML aliases cannot be resolved: ${QUOTE_HINT}`]);
   }
-  if (value === null || value === undefined) return { data: {}, problems: [] };
+  if (value === null || value === undefined) return { data: {}, problems: [], keyLines: new Map() };
   if (!isRecord(value)) throw new ConfigError([`config file ${path}: must be a mapping of keys to values`]);
   coerceBooleans(value);
-  return { data: value, problems: silentYamlChanges(path, doc, lineCounter) };
+  return { data: value, problems: silentYamlChanges(path, doc, lineCounter), keyLines: keyLinesOf(doc, lineCounter) };
 }
 
 /**

@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigSchema, type Config } from './schema.js';
 import { checkSemantics } from './checks.js';
+import { editDistance } from './env-warnings.js';
 import { formatProblem, redactBySchema, schemaAt, type ConfigPath } from './walk.js';
 import { ConfigError } from '../shared/errors.js';
 import { prebuiltValidator } from '../shared/prebuilt-validator.js';
@@ -96,12 +97,26 @@ function requiredLeaves(path: ConfigPath): ConfigPath[] {
   return required.flatMap((key) => requiredLeaves([...path, key]));
 }
 
-/** Suggests the key that differs only in case, the most common typo (`apikey`). */
+/**
+ * Suggests a sibling key: one that differs only in case (`apikey`), else the nearest within two
+ * edits (`tokne`, `renewat`), which covers swapped, missing and doubled letters.
+ */
 function unknownKeyReason(parent: ConfigPath, key: string): string {
   const known = Object.keys(schemaAt(parent)?.properties ?? {});
-  const near = known.find((k) => k.toLowerCase() === key.toLowerCase());
+  const lower = key.toLowerCase();
+  let near = known.find((k) => k.toLowerCase() === lower);
+  if (!near) {
+    let best = MAX_KEY_EDITS + 1;
+    for (const k of known) {
+      const d = editDistance(lower, k.toLowerCase());
+      if (d < best) [near, best] = [k, d];
+    }
+  }
   return near ? `is not a known key (did you mean ${near}?)` : 'is not a known key';
 }
+
+/** A suggestion further away than this is a guess, not a typo. */
+const MAX_KEY_EDITS = 2;
 
 /**
  * YAML reads an unquoted `password: 012345` as the number 12345 and `apiKey: yes` as true: the

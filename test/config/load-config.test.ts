@@ -93,6 +93,14 @@ describe('loadConfig: files', () => {
     assert.deepEqual([quoted.credentials.apiKey, quoted.credentials.password], ['&k', '*p!']);
   });
 
+  it('names the line of an unknown key in the file, with the nearest known key', async () => {
+    const path = file('typo.yaml', `${YAML_CONFIG}tokne:\n  renewAt: 0.5\nguard:\n  allow: ['127.0.0.1/32']\n  trustedProxys: []\n`);
+    assert.deepEqual(await problemsOf(loadConfig(path, {})), [
+      `tokne: is not a known key (did you mean token?) at line 8 of ${path}`,
+      `guard.trustedProxys: is not a known key (did you mean trustedProxies?) at line 12 of ${path}`,
+    ]);
+  });
+
   it('rejects a file that is not a mapping; an empty file means env only', async () => {
     assert.match((await problemsOf(loadConfig(file('list.yaml', '- a\n'), {})))[0]!, /must be a mapping/);
     const config = await loadConfig(file('empty.yaml', ''), ENV_CREDENTIALS);

@@ -116,6 +116,15 @@ describe('validateConfig: problems', () => {
     ]);
   });
 
+  it('suggests the nearest sibling key within two edits (swapped, missing or doubled letters), nothing further away', () => {
+    assert.deepEqual(withChange((c) => { c.tokne = {}; c.service.timoutMs = 5; c.guard = { alllow: [] }; c.zzzzzz = 1; }), [
+      'tokne: is not a known key (did you mean token?)',
+      'zzzzzz: is not a known key',
+      'service.timoutMs: is not a known key (did you mean timeoutMs?)',
+      'guard.alllow: is not a known key (did you mean allow?)',
+    ]);
+  });
+
   it('reports a missing service as its missing baseUrl with the env var', () => {
     assert.deepEqual(problemsOf({ credentials: base().credentials }), ['service.baseUrl (B2B_BASE_URL): is required']);
   });
