@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
 import { redactConfig } from '../config/validate-config.js';
-import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
+import { loadConfigOrExit, NO_CONFIG_FILE, reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_OK, type CommandIo } from './io.js';
 
 /**
@@ -16,6 +16,7 @@ export async function checkConfigCommand(args: { config?: string }, io: CommandI
   const config = await loadConfigOrExit(args.config, io);
   for (const warning of startupWarnings(io.env, typeof config === 'number' ? undefined : config)) io.stderr.write(`warning: ${warning}\n`);
   if (typeof config === 'number') return config;
+  if (args.config === undefined) io.stderr.write(`note: ${NO_CONFIG_FILE}\n`);
   try {
     io.stdout.write(stringify(redactConfig(config)));
     return EXIT_OK;

@@ -28,9 +28,15 @@ export async function loadConfigOrExit(path: string | undefined, io: CommandIo):
   try {
     return await loadConfig(path, io.env);
   } catch (err) {
-    return reportConfigFailure(err, io);
+    const code = reportConfigFailure(err, io);
+    // Forgetting --config reads as "every key is missing"; say where the settings were looked for.
+    if (path === undefined && err instanceof ConfigError) io.stderr.write(`(${NO_CONFIG_FILE})\n`);
+    return code;
   }
 }
+
+/** What a command without `--config` reads; printed (or logged) so a forgotten option is seen. */
+export const NO_CONFIG_FILE = 'no --config given: the configuration comes from B2B_* environment variables only';
 
 /**
  * Warnings about the environment (unknown `B2B_*` variables) and, once the config is valid,

@@ -4,7 +4,7 @@ import { unknownEnvWarnings } from '../config/env-warnings.js';
 import { ConfigError, StoppedDuringStartError } from '../shared/errors.js';
 import { ListenError } from '../config/listen-error.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
-import { loadConfigOrExit, reportConfigFailure } from './config-problems.js';
+import { loadConfigOrExit, NO_CONFIG_FILE, reportConfigFailure } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
 
 /**
@@ -24,6 +24,7 @@ export async function runCommand(args: { config?: string }, io: CommandIo): Prom
   const secrets = new SecretSet();
   const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
   for (const warning of unknownEnvWarnings(io.env)) logger.warn(warning);
+  if (args.config === undefined) logger.info(NO_CONFIG_FILE);
   return serve(createSidecar(config, { logger, secrets }), io, logger);
 }
 

@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import type { Config } from './schema.js';
 import { ipv4Equivalent, parseStrictCidr } from '../shared/ip-guard.js';
 
@@ -17,13 +18,51 @@ function isLoopback(entry: string): boolean {
   return addr.kind() === 'ipv4' ? bits >= 8 && addr.range() === 'loopback' : bits === 128 && addr.range() === 'loopback';
 }
 
+/** Secret files a config can name, with the key that names them. */
+function secretFiles(config: Config): Array<[key: string, file: string]> {
+  const files: Array<[string, string | undefined]> = [
+    ['credentials.apiKeyFile', config.credentials.apiKeyFile],
+    ['credentials.passwordFile', config.credentials.passwordFile],
+    ['localization.tokenFile', config.localization?.tokenFile],
+  ];
+  return files.filter((f): f is [string, string] => f[1] !== undefined);
+}
+
 /**
  * Warnings about a valid config, logged once by `run` at start and printed by `check-config`:
  * - `guard.allowAnyone`: anyone who can reach the listener acts as the integrator;
- * - a wildcard `listen.host` while `guard.allow` admits only loopback: remote clients get 403.
+ * - a wildcard `listen.host` while `guard.allow` admits only loopback: remote clients get 403;
+ * - a `guard.trustedProxies` entry wider than one address: every client inside it may name its
+ *   own source address in X-Forwarded-For;
+ * - a secret file every local user can read (mode o+r).
  */
 export function configWarnings(config: Config): ConfigWarning[] {
   const out: ConfigWarning[] = [];
+  for (const entry of config.guard.trustedProxies) {
+    const range = parseStrictCidr(entry);
+    if (typeof range === 'string') continue;
+    const hostBits = range[0].kind() === 'ipv4' ? 32 : 128;
+    if (range[1] < hostBits) {
+      out.push({
+        message: `guard.trustedProxies entry ${entry} is wider than one address: any client in it can pick its own source address with X-Forwarded-For; list the proxies' own addresses`,
+        fields: { trustedProxies: config.guard.trustedProxies },
+      });
+    }
+  }
+  for (const [key, file] of secretFiles(config)) {
+    let mode: number;
+    try {
+      mode = statSync(file).mode;
+    } catch {
+      continue; // unreadable files are configuration errors, reported elsewhere
+    }
+    if ((mode & 0o004) !== 0) {
+      out.push({
+        message: `${key}: ${file} is readable by every user of this host (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); make it 0600 or 0640 with a group for the sidecar`,
+        fields: { file },
+      });
+    }
+  }
   if (config.guard.allowAnyone) {
     out.push({
       message: 'guard.allowAnyone is true: anyone who can reach the proxy listener acts as the integrator',

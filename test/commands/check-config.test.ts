@@ -39,6 +39,7 @@ describe('check-config', () => {
     const run = captureIo({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY_FILE: keyFile, B2B_PASSWORD: 'pw-12345' });
     assert.equal(await checkConfigCommand({}, run.io), 0);
     assert.equal(parse(run.stdout()).credentials.apiKeyFile, keyFile);
+    assert.match(run.stderr(), /^note: no --config given: the configuration comes from B2B_\* environment variables only$/m);
     assert.ok(!run.stdout().includes('api-key-content-99'));
   });
 
@@ -47,11 +48,13 @@ describe('check-config', () => {
     assert.equal(await checkConfigCommand({}, run.io), 2);
     const lines = run.stderr().trimEnd().split('\n');
     assert.equal(lines[0], 'invalid configuration:');
-    assert.deepEqual(lines.slice(1).map((l) => l.replace(/^ {2}- /, '').replace(/: .*/, '')), [
+    assert.deepEqual(lines.slice(1, -1).map((l) => l.replace(/^ {2}- /, '').replace(/: .*/, '')), [
       'listen.port (B2B_LISTEN_PORT)',
       'service.baseUrl (B2B_BASE_URL)',
       'credentials.apiKey (B2B_API_KEY)',
     ]);
+    // Without --config every key reads as missing: the last line says where settings were looked for.
+    assert.equal(lines.at(-1), '(no --config given: the configuration comes from B2B_* environment variables only)');
     assert.equal(run.stdout(), '');
     assert.ok(!run.stderr().includes('secret-pw-31'));
   });

@@ -56,7 +56,7 @@ describe('credential content: one rule for the store and check-config', () => {
       assert.ok(err instanceof ConfigError);
       const run = captureIo({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY_FILE: apiKeyFile, B2B_PASSWORD_FILE: passwordFile });
       assert.equal(await checkConfigCommand({}, run.io), 2);
-      assert.equal(run.stderr(), `invalid configuration:\n${err.problems.map((p) => `  - ${p}\n`).join('')}`);
+      assert.equal(run.stderr(), `invalid configuration:\n${err.problems.map((p) => `  - ${p}\n`).join('')}(no --config given: the configuration comes from B2B_* environment variables only)\n`);
       assert.equal(err.problems.length, 2);
       assert.ok(!/content-(key|password)/.test(run.stderr() + run.stdout() + err.message));
     } finally {

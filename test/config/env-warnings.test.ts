@@ -25,6 +25,7 @@ describe('unknown B2B_* environment variables (issue 13 §6)', () => {
   it('check-config prints the warning on stderr and still exits 0 for a valid config', async () => {
     const run = captureIo({ B2B_BASE_URL: 'https://api.example.com', B2B_API_KEY: 'k-1234', B2B_PASSWORD: 'p-1234', B2B_CA_FIEL: '/etc/ca.pem' });
     assert.equal(await checkConfigCommand({}, run.io), 0);
-    assert.equal(run.stderr(), 'warning: environment variable B2B_CA_FIEL is not a setting and is ignored (did you mean B2B_CA_FILE?)\n');
+    assert.equal(run.stderr(), 'warning: environment variable B2B_CA_FIEL is not a setting and is ignored (did you mean B2B_CA_FILE?)\n'
+      + 'note: no --config given: the configuration comes from B2B_* environment variables only\n');
   });
 });

@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { validateConfig } from '../../src/config/validate-config.js';
 import { configWarnings } from '../../src/config/warnings.js';
@@ -47,6 +50,23 @@ describe('start-up log (issue 13 §2, §3)', () => {
     const log = await startedLog({ listen: { host: '0.0.0.0', port: 0 } });
     const warnings = configWarningLines(log);
     assert.deepEqual(warnings, ['listen.host is 0.0.0.0, but guard.allow admits only loopback: only clients on this host will be served, others get 403']);
+  });
+
+  it('warns about a trustedProxies entry wider than one address, not about single addresses', () => {
+    const base = { service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'k-1234', password: 'p-1234' } };
+    const messages = configWarnings(validateConfig({ ...base, guard: { trustedProxies: ['10.0.0.0/24', '10.0.1.5', 'fd00::1/128', 'fd00::/64'] } })).map((w) => w.message);
+    assert.deepEqual(messages.map((m) => m.split(' is wider')[0]), ['guard.trustedProxies entry 10.0.0.0/24', 'guard.trustedProxies entry fd00::/64']);
+  });
+
+  it('warns about a secret file every local user can read, naming the key and the mode, never the contents', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-warn-'));
+    const open = join(dir, 'password');
+    const closed = join(dir, 'api-key');
+    writeFileSync(open, 'world-readable-password-1', { mode: 0o644 });
+    chmodSync(open, 0o644);
+    writeFileSync(closed, 'private-api-key-2', { mode: 0o600 });
+    const messages = configWarnings(validateConfig({ service: { baseUrl: 'https://api.example.com' }, credentials: { apiKeyFile: closed, passwordFile: open } })).map((w) => w.message);
+    assert.deepEqual(messages, [`credentials.passwordFile: ${open} is readable by every user of this host (mode 0644); make it 0600 or 0640 with a group for the sidecar`]);
   });
 
   it('no wildcard warning once guard.allow admits a non-loopback range, also for ::', () => {
