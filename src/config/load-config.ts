@@ -18,7 +18,8 @@ import { ConfigError } from '../shared/errors.js';
  */
 export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
   const { data, problems: fileProblems, keyLines } = path === undefined ? { data: {}, problems: [], keyLines: new Map<string, number>() } : await readConfigFile(path);
-  const problems = [...fileProblems, ...applyEnv(data, env)];
+  const replaced: string[] = [];
+  const problems = [...fileProblems, ...applyEnv(data, env, replaced)];
   let config: Config | undefined;
   try {
     config = validateConfig(data);
@@ -28,7 +29,19 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
   }
   problems.push(...await hostProblems(data));
   if (problems.length > 0 || config === undefined) throw new ConfigError(problems);
+  if (replaced.length > 0) replacements.set(config, replaced);
   return config;
+}
+
+const replacements = new WeakMap<Config, readonly string[]>();
+
+/**
+ * What the environment replaced in the file's choice between a value and its `...File` twin
+ * (`B2B_PASSWORD` set while the file names `passwordFile`), one sentence each, so `run` and
+ * `check-config` can say which source is used. Empty for a config not made by loadConfig.
+ */
+export function envReplacements(config: Config): readonly string[] {
+  return replacements.get(config) ?? [];
 }
 
 /** Never quotes the source or yaml's messages: the value at fault may be a password. */
@@ -154,8 +167,11 @@ function silentYamlChanges(path: string, doc: Document, lines: LineCounter): str
   return problems;
 }
 
-/** Applies every set `x-env` variable to `data` in place; returns coercion problems. */
-function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv): string[] {
+/**
+ * Applies every set `x-env` variable to `data` in place; returns coercion problems and pushes onto
+ * `replaced` a sentence for every file setting an env var displaced.
+ */
+function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv, replaced: string[]): string[] {
   const problems: string[] = [];
   const fromEnv = new Set<string>();
   for (const { path, env: name, node } of envBindings()) {
@@ -175,7 +191,10 @@ function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv): string
     const twin = last.endsWith('File') ? last.slice(0, -'File'.length) : `${last}File`;
     if (fromEnv.has([...path, twin].join('.')) || schemaAt([...path, twin]) === undefined) continue;
     const parent = getAt(data, path);
-    if (isRecord(parent)) delete parent[twin];
+    if (!isRecord(parent) || parent[twin] === undefined) continue;
+    delete parent[twin];
+    const by = envBindings().find((b) => b.path.join('.') === key)?.env;
+    replaced.push(`${[...path, twin].join('.')} from the config file is ignored: ${by} in the environment sets ${key}, which is used instead`);
   }
   return problems;
 }

@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Config } from './schema.js';
+import { envReplacements } from './load-config.js';
 import { ipv4Equivalent, parseStrictCidr } from '../shared/ip-guard.js';
 
 /** A start-up warning: a valid configuration that probably does not do what was meant. */
@@ -34,10 +35,11 @@ function secretFiles(config: Config): Array<[key: string, file: string]> {
  * - a wildcard `listen.host` while `guard.allow` admits only loopback: remote clients get 403;
  * - a `guard.trustedProxies` entry wider than one address: every client inside it may name its
  *   own source address in X-Forwarded-For;
- * - a secret file every local user can read (mode o+r).
+ * - a secret file every local user can read (mode o+r);
+ * - an environment variable that displaced a file setting (`B2B_PASSWORD` over `passwordFile`).
  */
 export function configWarnings(config: Config): ConfigWarning[] {
-  const out: ConfigWarning[] = [];
+  const out: ConfigWarning[] = envReplacements(config).map((message) => ({ message }));
   for (const entry of config.guard.trustedProxies) {
     const range = parseStrictCidr(entry);
     if (typeof range === 'string') continue;

@@ -30,7 +30,8 @@ describe('check-config', () => {
     assert.equal(config.localization.token, '[REDACTED]');
     assert.equal(config.service.baseUrl, 'https://api.example.com');
     assert.equal(config.token.attach[0].value, 'Bearer {token}');
-    assert.equal(run.stderr(), '');
+    // The env password displaced the file the config names: said, never silent.
+    assert.equal(run.stderr(), 'warning: credentials.passwordFile from the config file is ignored: B2B_PASSWORD in the environment sets credentials.password, which is used instead\n');
   });
 
   it('prints a ...File key as its path, never the file contents', async () => {

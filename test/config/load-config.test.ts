@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../src/shared/errors.js';
-import { loadConfig } from '../../src/config/load-config.js';
+import { envReplacements, loadConfig } from '../../src/config/load-config.js';
+import { configWarnings } from '../../src/config/warnings.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'b2b-load-config-'));
 let counter = 0;
@@ -186,6 +187,11 @@ describe('loadConfig: environment', () => {
     assert.equal(byFile.credentials.apiKeyFile, keyFile);
     assert.equal(byFile.credentials.apiKey, undefined);
     assert.equal(byFile.credentials.passwordFile, passwordFile);
+    // Which source is used is said, not silent (logged at start, printed by check-config).
+    assert.deepEqual(envReplacements(byValue), ['credentials.passwordFile from the config file is ignored: B2B_PASSWORD in the environment sets credentials.password, which is used instead']);
+    assert.deepEqual(envReplacements(byFile), ['credentials.apiKey from the config file is ignored: B2B_API_KEY_FILE in the environment sets credentials.apiKeyFile, which is used instead']);
+    assert.deepEqual(configWarnings(byValue).map((w) => w.message), envReplacements(byValue));
+    assert.ok(!JSON.stringify(envReplacements(byValue)).includes('env-password'));
   });
 
   it('reports both when the environment sets a value and its file', async () => {
