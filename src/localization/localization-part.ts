@@ -5,6 +5,7 @@
  */
 import type { Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.js';
+import { createTranslationMetrics } from '../observability/metrics.js';
 import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.js';
 import type { Clock } from '../shared/clock.js';
 import type { LocalizationConfig } from '../config/schema.js';
@@ -60,7 +61,7 @@ export async function startLocalizationPart(
     ? createLocalizationClient({ baseUrl: cfg.baseUrl, ca: described.ca, token: () => described.authorizationHeader()?.slice('Token '.length), timeoutMs: cfg.timeoutMs, allowInsecureHttp: cfg.allowInsecureHttp })
     : undefined;
   const exporter = client && createTranslationExporter({
-    registry: deps.registry, client, watch: cfg.watch.map((ref) => parseTranslationRef(ref)),
+    metrics: createTranslationMetrics(deps.registry), client, watch: cfg.watch.map((ref) => parseTranslationRef(ref)),
     pollIntervalSeconds: cfg.pollIntervalSeconds, clock: deps.clock, logger,
   });
   exporter?.start();

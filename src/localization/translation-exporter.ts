@@ -1,5 +1,4 @@
-import type { Registry } from 'prom-client';
-import { Counter, Gauge } from '../observability/prom-client-core.js';
+import type { TranslationLabels, TranslationMetrics } from '../observability/metrics.js';
 import type { Clock, TimerHandle } from '../shared/clock.js';
 import type { LocalizationClient } from './localization-client.js';
 import { LocalizationError, LocalizationRateLimitedError } from './localization-errors.js';
@@ -12,8 +11,8 @@ export interface ExporterLogger {
 }
 
 export interface TranslationExporterOptions {
-  /** The sidecar's own registry; metrics are never put in prom-client's global one. */
-  registry: Registry;
+  /** The translation gauges (observability/metrics.ts `createTranslationMetrics`). */
+  metrics: TranslationMetrics;
   client: Pick<LocalizationClient, 'getTranslation'>;
   watch: TranslationRef[];
   pollIntervalSeconds: number;
@@ -32,13 +31,9 @@ export interface TranslationExporter {
   idle(): Promise<void>;
 }
 
-const LABELS = ['project', 'component', 'language'] as const;
-const UNIT_STATES = ['total', 'translated', 'fuzzy', 'failing_checks', 'have_suggestion', 'have_comment'] as const;
-const WORD_STATES = ['total', 'translated', 'fuzzy', 'failing_checks'] as const;
-
 interface Watched {
   ref: TranslationRef;
-  labels: Record<(typeof LABELS)[number], string>;
+  labels: TranslationLabels;
   /** Monotonic ms before which a Retry-After forbids polling. */
   notBefore: number;
   inFlight: Promise<void> | undefined;
@@ -51,40 +46,33 @@ interface Watched {
  * answer never shows up as a bogus number. A 429 holds that translation back for Retry-After.
  */
 export function createTranslationExporter(options: TranslationExporterOptions): TranslationExporter {
-  const { registry, client, clock, logger } = options;
+  const { metrics, client, clock, logger } = options;
   const intervalMs = options.pollIntervalSeconds * 1000;
-  const registers = [registry];
-  const units = new Gauge({ name: 'b2b_sidecar_translation_units', help: 'Units of a watched translation by state.', labelNames: [...LABELS, 'state'], registers });
-  const words = new Gauge({ name: 'b2b_sidecar_translation_words', help: 'Words of a watched translation by state.', labelNames: [...LABELS, 'state'], registers });
-  const lastChange = new Gauge({ name: 'b2b_sidecar_translation_last_change_timestamp_seconds', help: 'Time of the last change of a watched translation (Unix seconds); absent when never changed.', labelNames: LABELS, registers });
-  const errors = new Counter({ name: 'b2b_sidecar_translation_lookup_errors_total', help: 'Failed or malformed lookups of a watched translation.', labelNames: LABELS, registers });
-  const remaining = new Gauge({ name: 'b2b_sidecar_translation_rate_limit_remaining', help: 'X-RateLimit-Remaining of the last localization answer that carried it.', registers });
-
   const watched: Watched[] = options.watch.map((ref) => {
     const labels = { project: ref.project, component: ref.component, language: ref.language };
-    errors.inc(labels, 0); // the series exists from the start, so rate() sees the first error
+    metrics.watched(labels);
     return { ref, labels, notBefore: -Infinity, inFlight: undefined, timer: undefined };
   });
   let running = false;
 
   function record(w: Watched, t: Translation): void {
-    const unitValues = [t.total, t.translated, t.fuzzy, t.failing_checks, t.have_suggestion, t.have_comment];
-    const wordValues = [t.total_words, t.translated_words, t.fuzzy_words, t.failing_checks_words];
-    UNIT_STATES.forEach((state, i) => units.set({ ...w.labels, state }, unitValues[i]!));
-    WORD_STATES.forEach((state, i) => words.set({ ...w.labels, state }, wordValues[i]!));
     const changed = lastChangeEpochSeconds(t);
-    if (typeof changed === 'number') lastChange.set(w.labels, changed);
-    else lastChange.remove(w.labels);
+    metrics.recorded(w.labels, {
+      // In TRANSLATION_STATES order.
+      units: [t.total, t.translated, t.fuzzy, t.failing_checks, t.have_suggestion, t.have_comment],
+      words: [t.total_words, t.translated_words, t.fuzzy_words, t.failing_checks_words],
+      lastChangeSeconds: typeof changed === 'number' ? changed : undefined,
+    });
   }
 
   async function lookup(w: Watched): Promise<void> {
     try {
       const { translation, rateLimitRemaining } = await client.getTranslation(w.ref);
       record(w, translation);
-      if (rateLimitRemaining !== undefined) remaining.set(rateLimitRemaining);
+      if (rateLimitRemaining !== undefined) metrics.rateLimitRemaining(rateLimitRemaining);
     } catch (err) {
-      errors.inc(w.labels);
-      if (err instanceof LocalizationError && err.rateLimitRemaining !== undefined) remaining.set(err.rateLimitRemaining);
+      metrics.lookupFailed(w.labels);
+      if (err instanceof LocalizationError && err.rateLimitRemaining !== undefined) metrics.rateLimitRemaining(err.rateLimitRemaining);
       if (err instanceof LocalizationRateLimitedError && err.retryAfterSeconds !== undefined) {
         w.notBefore = clock.now() + err.retryAfterSeconds * 1000;
       }

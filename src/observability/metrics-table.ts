@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Registry } from 'prom-client';
-import { createMetrics, createRegistry, LABEL_VALUES, MISNAMED_DEFAULT_GAUGES } from './metrics.js';
+import { createMetrics, createRegistry, createTranslationMetrics, LABEL_VALUES, MISNAMED_DEFAULT_GAUGES, TRANSLATION_STATES } from './metrics.js';
 import { codeCell, escapeCell, readmeRegion } from '../shared/readme-region.js';
 
 const START = '<!-- metrics-table:start -->';
@@ -14,9 +14,16 @@ const DEFAULT_PREFIXES = ['process_', 'nodejs_'];
  * What the README says beyond a metric's `help` text (which is what Prometheus users see, so
  * wording belongs there first). Only for detail too long for `help`.
  */
+const WATCHED = 'Only with `localization.watch`; one series per watched translation.';
+const states = (list: readonly string[]) => `\`state\` is ${list.map(codeCell).join(', ')}.`;
 const NOTES: Readonly<Record<string, string>> = {
   b2b_sidecar_local_responses_total:
     '403 guard, 400 bad target, 405, 501 TRACE, 503 no valid token, 502 service unreachable / reset / TLS, 504 service timeout.',
+  b2b_sidecar_translation_units: `${states(TRANSLATION_STATES.units)} ${WATCHED}`,
+  b2b_sidecar_translation_words: `${states(TRANSLATION_STATES.words)} ${WATCHED}`,
+  b2b_sidecar_translation_last_change_timestamp_seconds: WATCHED,
+  b2b_sidecar_translation_lookup_errors_total: WATCHED,
+  b2b_sidecar_translation_rate_limit_remaining: 'Only with `localization.watch`.',
 };
 
 interface MetricInfo { name: string; type: string; help: string; labelNames: readonly string[]; upperBounds?: number[] }
@@ -54,9 +61,10 @@ export async function renderMetricsTable(register: (registry: Registry) => void 
   return `${lines.join('\n')}\n\n${labelLine}\n`;
 }
 
-/** What the sidecar registers, with idle token gauges (their values are not rendered). */
+/** What the sidecar can register, with idle token gauges (their values are not rendered). */
 export function registerSidecarMetrics(registry: Registry): void {
   createMetrics(registry, () => ({ ageSeconds: 0, expiresInSeconds: 0, valid: false }));
+  createTranslationMetrics(registry);
 }
 
 const region = readmeRegion(START, END);

@@ -185,6 +185,56 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   };
 }
 
+/** The labels of a watched translation (from `localization.watch`, never from a request). */
+export interface TranslationLabels { project: string; component: string; language: string }
+/** The `state` label values of the unit and word gauges, in the order their counts are given. */
+export const TRANSLATION_STATES = {
+  units: ['total', 'translated', 'fuzzy', 'failing_checks', 'have_suggestion', 'have_comment'],
+  words: ['total', 'translated', 'fuzzy', 'failing_checks'],
+} as const;
+/** One successful lookup: counts in {@link TRANSLATION_STATES} order, the last change in Unix seconds. */
+export interface TranslationCounts {
+  units: readonly number[];
+  words: readonly number[];
+  /** Undefined when the translation never changed: the series is then removed, not zeroed. */
+  lastChangeSeconds: number | undefined;
+}
+
+/** Typed hooks of the localization poller (localization/translation-exporter.ts). */
+export interface TranslationMetrics {
+  /** A translation is watched: its error series exists at 0 from the start, so rate() sees the first error. */
+  watched(labels: TranslationLabels): void;
+  recorded(labels: TranslationLabels, counts: TranslationCounts): void;
+  lookupFailed(labels: TranslationLabels): void;
+  rateLimitRemaining(remaining: number): void;
+}
+
+const TRANSLATION_LABELS = ['project', 'component', 'language'] as const;
+
+/**
+ * Registers the translation gauges on `registry`; only a sidecar with `localization.watch`
+ * calls it (the README table lists them all, see metrics-table.ts).
+ */
+export function createTranslationMetrics(registry: Registry): TranslationMetrics {
+  const registers = [registry];
+  const units = new Gauge({ name: `${PREFIX}translation_units`, help: 'Units of a watched translation by state.', labelNames: [...TRANSLATION_LABELS, 'state'], registers });
+  const words = new Gauge({ name: `${PREFIX}translation_words`, help: 'Words of a watched translation by state.', labelNames: [...TRANSLATION_LABELS, 'state'], registers });
+  const lastChange = new Gauge({ name: `${PREFIX}translation_last_change_timestamp_seconds`, help: 'Time of the last change of a watched translation (Unix seconds); absent when never changed.', labelNames: TRANSLATION_LABELS, registers });
+  const errors = new Counter({ name: `${PREFIX}translation_lookup_errors_total`, help: 'Failed or malformed lookups of a watched translation.', labelNames: TRANSLATION_LABELS, registers });
+  const remaining = new Gauge({ name: `${PREFIX}translation_rate_limit_remaining`, help: 'X-RateLimit-Remaining of the last localization answer that carried it.', registers });
+  return {
+    watched: (labels) => errors.inc(labels, 0),
+    recorded(labels, counts) {
+      TRANSLATION_STATES.units.forEach((state, i) => units.set({ ...labels, state }, counts.units[i]!));
+      TRANSLATION_STATES.words.forEach((state, i) => words.set({ ...labels, state }, counts.words[i]!));
+      if (counts.lastChangeSeconds === undefined) lastChange.remove(labels);
+      else lastChange.set(labels, counts.lastChangeSeconds);
+    },
+    lookupFailed: (labels) => errors.inc(labels),
+    rateLimitRemaining: (n) => remaining.set(n),
+  };
+}
+
 /** The `code` label: the status, or 0 for anything outside 100–599 (bounded series, PITFALLS 25). */
 function statusLabel(code: number): number {
   return Number.isInteger(code) && code >= 100 && code <= 599 ? code : 0;

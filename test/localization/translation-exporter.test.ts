@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
 import { createLocalizationClient } from '../../src/localization/localization-client.js';
+import { createTranslationMetrics } from '../../src/observability/metrics.js';
 import { createTranslationExporter } from '../../src/localization/translation-exporter.js';
 import { parseTranslationRef, type TranslationRef } from '../../src/config/translation-ref.js';
 import { createLocalizationSimulator, type LocalizationSimulator } from '../../src/simulator/localization-simulator.js';
@@ -32,7 +33,7 @@ async function withExporter(watch: string[], fn: (ctx: Ctx) => Promise<void>, cl
   const clock = new FakeClock();
   const logs: Ctx['logs'] = [];
   const exporter = createTranslationExporter({
-    registry, client, clock, watch: watch.map(parseTranslationRef), pollIntervalSeconds: 60,
+    metrics: createTranslationMetrics(registry), client, clock, watch: watch.map(parseTranslationRef), pollIntervalSeconds: 60,
     logger: { warn: (message, meta) => logs.push({ message, meta }) },
   });
   const settle = async () => {

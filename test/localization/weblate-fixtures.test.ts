@@ -10,6 +10,7 @@ import {
   LocalizationRateLimitedError, LocalizationServerError, LocalizationUnauthorizedError, TranslationNotFoundError, type LocalizationError,
 } from '../../src/localization/localization-errors.js';
 import { formatTranslationSummary } from '../../src/localization/summary.js';
+import { createTranslationMetrics } from '../../src/observability/metrics.js';
 import { createTranslationExporter } from '../../src/localization/translation-exporter.js';
 import { parseTranslationRef } from '../../src/config/translation-ref.js';
 import { parseTranslation, TranslationSchema } from '../../src/localization/translation-schema.js';
@@ -115,7 +116,7 @@ describe('Weblate answers from its own sources (fixtures)', () => {
       const registry = new Registry();
       const warnings: unknown[] = [];
       const exporter = createTranslationExporter({
-        registry, client, clock: new FakeClock(), pollIntervalSeconds: 60, logger: { warn: (m, meta) => warnings.push({ m, meta }) },
+        metrics: createTranslationMetrics(registry), client, clock: new FakeClock(), pollIntervalSeconds: 60, logger: { warn: (m, meta) => warnings.push({ m, meta }) },
         watch: ['hello/weblate/cs', 'hello/weblate/fr', 'hello/docs%2Fusage/de'].map(parseTranslationRef),
       });
       await exporter.pollOnce();
