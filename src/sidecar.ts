@@ -9,7 +9,7 @@ import { createMetrics, createRegistry, type Metrics } from './observability/met
 import { createListener, type Listener } from './proxy/listener.js';
 import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
 import { ReplayBudget } from './proxy/replay-body.js';
-import { startServicePart, type ServicePart } from './service/service-part.js';
+import { startServicePart, tokenClientOptions, transportOptions, type ServicePart } from './service/service-part.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { compileIpGuard } from './shared/ip-guard.js';
 import { RunGroup } from './shared/run-group.js';
@@ -96,11 +96,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
     const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
-    const engineOptions = {
-      maxSockets: config.proxy.maxSockets, keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
-      headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs, bodyTimeoutMs: config.proxy.idleTimeoutMs, clock, logger,
-    };
-    const part = await startServicePart(config, { group, engineOptions, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}) });
+    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}) });
     service = part;
     const routes: ProxyRoute[] = [part.route];
     const l10n = config.localization;
@@ -111,7 +107,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // give up before making the part.
       group.alive();
       localization = await group.started(
-        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions, serviceAttachments: part.attachments, registry, clock, logger, secrets }),
+        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets }),
         (l) => l.stop(),
       );
       routes.push(localization.route);
@@ -138,7 +134,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     part.credentials.watch(() => void reloadCredentials());
     logger.info('sidecar started', {
       listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
-      service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(config.service.baseUrl), engine: config.proxy.engine,
+      service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(tokenClientOptions(config, undefined)), engine: config.proxy.engine,
       localization: l10n ? new URL(l10n.baseUrl).origin : undefined,
     });
     for (const warning of configWarnings(config)) logger.warn(warning.message, warning.fields);

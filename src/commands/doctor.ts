@@ -12,6 +12,7 @@ import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
+import { serviceEngineOptions, tokenClientOptions } from '../service/service-part.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
@@ -98,21 +99,16 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
   steps.push(connect);
   if (!connect.ok) return;
 
-  const client = createTokenClient({ baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs });
+  const clientOptions = tokenClientOptions(config, ca);
+  const client = createTokenClient(clientOptions);
   const credentials = store.current();
-  const gentoken = await checkGentoken(client, credentials, config.service.baseUrl).finally(() => client.close());
+  const gentoken = await checkGentoken(client, credentials, clientOptions).finally(() => client.close());
   steps.push(gentoken.step);
   if (!gentoken.result || args.probe === undefined) return;
   secrets.addToken(gentoken.result.token);
 
-  const engine = createUndiciEngine({
-    baseUrl: url,
-    ca,
-    maxSockets: 1,
-    keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
-    headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs,
-    bodyTimeoutMs: config.proxy.idleTimeoutMs,
-  });
+  // The engine `run` would use, one connection: the probes go one after another.
+  const engine = createUndiciEngine({ ...serviceEngineOptions(config, ca), maxSockets: 1 });
   try {
     const target: ProbeTarget = {
       engine,

@@ -4,6 +4,7 @@ import { createLogger } from '../observability/logger.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
+import { tokenClientOptions } from '../service/service-part.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 
@@ -25,7 +26,7 @@ export async function tokenCommand(args: { config?: string; json?: boolean }, io
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
     return EXIT_FAILURE;
   }
-  const client = createTokenClient({ baseUrl: config.service.baseUrl, ca: loadTrustedCas(config.service.caFile), timeoutMs: config.service.tokenTimeoutMs });
+  const client = createTokenClient(tokenClientOptions(config, loadTrustedCas(config.service.caFile)));
   try {
     const result = await client.requestToken(store.current());
     io.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : `${result.token}\n`);

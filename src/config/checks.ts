@@ -7,13 +7,14 @@ import { credentialFileProblem, credentialValueProblem, type CredentialCarrier }
 import { coversEveryone, parseStrictCidr } from '../shared/ip-guard.js';
 import { formatTranslationRef, parseTranslationRef } from './translation-ref.js';
 import { pemCertificatesProblem } from '../shared/tls.js';
+import { API_PREFIX, GENTOKEN_PATH } from '../shared/api-paths.js';
 
 /** Records one problem at a config path; the caller formats it with the key's env var. */
 export type { Report } from './walk.js';
 type Section = Record<string, unknown>;
 
 /** The API's own prefix: a baseUrl ending in it doubles it in every URL (`.../pub/b2b/v1/pub/b2b/v1/auth/gentoken`). */
-const API_PREFIX = /\/pub\/b2b\/v1(\/auth(\/gentoken)?)?$/i;
+const API_PREFIX_END = new RegExp(`${API_PREFIX.replace(/\//g, '\\/')}(\\/auth(\\/gentoken)?)?$`, 'i');
 /** Credentials read from files, how each travels. */
 const CREDENTIAL_FILES: Record<string, CredentialCarrier> = { apiKeyFile: 'header', passwordFile: 'body', tokenFile: 'header' };
 const WILDCARD_HOSTS = new Set(['0.0.0.0', '::', '[::]', '']);
@@ -103,9 +104,9 @@ function checkServiceRoot(text: unknown, report: Report): void {
     return;
   }
   const path = url.pathname.replace(/\/+$/, '');
-  const m = API_PREFIX.exec(path);
+  const m = API_PREFIX_END.exec(path);
   if (m) {
-    report(['service', 'baseUrl'], `ends in ${m[0]}, but baseUrl is the API root without /pub/b2b/v1 (the token operation is {baseUrl}/pub/b2b/v1/auth/gentoken): use ${url.origin}${path.slice(0, m.index)}`);
+    report(['service', 'baseUrl'], `ends in ${m[0]}, but baseUrl is the API root without ${API_PREFIX} (the token operation is {baseUrl}${GENTOKEN_PATH}): use ${url.origin}${path.slice(0, m.index)}`);
   }
 }
 

@@ -7,6 +7,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ATTACHMENT_KINDS } from '../shared/attachment.js';
 import { MAX_TIMER_MS } from '../shared/clock.js';
+import { GENTOKEN_PATH } from '../shared/api-paths.js';
 
 /**
  * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
@@ -92,7 +93,7 @@ export const ConfigSchema = Type.Object(
     ),
     service: Type.Object(
       {
-        baseUrl: Type.String({ minLength: 1, description: 'Base address of the B2B service ({base_url}); the token operation is {baseUrl}/pub/b2b/v1/auth/gentoken.', ...env('B2B_BASE_URL') }),
+        baseUrl: Type.String({ minLength: 1, description: `Base address of the B2B service ({base_url}); the token operation is {baseUrl}${GENTOKEN_PATH}.`, ...env('B2B_BASE_URL') }),
         caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file), added to the system roots.', ...env('B2B_CA_FILE') })),
         allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// baseUrl. Never in production: the token would travel in clear text.' }),
         timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body.' }),

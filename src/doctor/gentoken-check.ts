@@ -1,17 +1,19 @@
 import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
-import { gentokenUrl, type AuthResult, type Credentials, type TokenClient } from '../token/token-client.js';
+import { gentokenUrl, type AuthResult, type Credentials, type TokenClient, type TokenClientOptions } from '../token/token-client.js';
+import { API_PREFIX } from '../shared/api-paths.js';
 import type { DoctorStep } from './doctor-report.js';
 
 /** The path users paste into baseUrl by mistake; gentoken then lives at …/pub/b2b/v1/pub/b2b/v1/…. */
-const API_PATH = /\/pub\/b2b\/v1\/?$/;
-const REMOVE_API_PATH = 'service.baseUrl must be the API root, without /pub/b2b/v1 (the sidecar adds it): remove /pub/b2b/v1 from it';
+const API_PATH = new RegExp(`${API_PREFIX.replace(/\//g, '\\/')}\\/?$`);
+const REMOVE_API_PATH = `service.baseUrl must be the API root, without ${API_PREFIX} (the sidecar adds it): remove ${API_PREFIX} from it`;
 
 /**
  * One gentoken call with the production client. Resolves with the step and, when it passed, the
  * AuthResult (the token is for the probe; it is never printed).
  */
-export async function checkGentoken(client: TokenClient, credentials: Credentials, baseUrl: string): Promise<{ step: DoctorStep; result?: AuthResult }> {
-  const url = gentokenUrl(baseUrl);
+export async function checkGentoken(client: TokenClient, credentials: Credentials, options: Pick<TokenClientOptions, 'baseUrl'>): Promise<{ step: DoctorStep; result?: AuthResult }> {
+  const url = gentokenUrl(options);
+  const { baseUrl } = options;
   const base = { step: 'gentoken' as const, url };
   try {
     const result = await client.requestToken(credentials);
@@ -47,7 +49,7 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
       detail: `POST ${url} → 404`,
       hint: doubled
         ? REMOVE_API_PATH
-        : 'service.baseUrl must be the API root, without /pub/b2b/v1: gentoken is not at this address; check it with the support team',
+        : `service.baseUrl must be the API root, without ${API_PREFIX}: gentoken is not at this address; check it with the support team`,
     };
   }
   if (status !== undefined && status >= 300 && status < 400) {

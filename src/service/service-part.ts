@@ -16,7 +16,7 @@ import type { TrustedCas } from '../shared/tls.js';
 import type { RunGroup } from '../shared/run-group.js';
 import type { SecretSet } from '../shared/secrets.js';
 import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
-import { createTokenClient } from '../token/token-client.js';
+import { createTokenClient, type TokenClientOptions } from '../token/token-client.js';
 import { TokenManager, type TokenManagerOptions } from '../token/token-manager.js';
 import { createProxyEngine } from '../upstream/create-engine.js';
 import type { EngineOptions } from '../upstream/engine.js';
@@ -31,6 +31,34 @@ export interface ServicePart {
 
 /** Headers the service route always owns besides its attachments: a client's own token. */
 const SERVICE_ROUTE_HEADERS = ['authorization'];
+
+/**
+ * The one place the configuration becomes the options of each piece that talks to the service;
+ * every command that builds one (`run`, `token`, `doctor`) calls these, so a new setting is read
+ * here once and reaches all of them.
+ */
+
+/** Settings every upstream connection pool shares (the service's and the localization server's engine). */
+export function transportOptions(config: Config, deps: { clock?: Clock; logger?: Logger } = {}): Omit<EngineOptions, 'baseUrl' | 'ca'> {
+  return {
+    maxSockets: config.proxy.maxSockets,
+    keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
+    headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs,
+    bodyTimeoutMs: config.proxy.idleTimeoutMs,
+    ...(deps.clock ? { clock: deps.clock } : {}),
+    ...(deps.logger ? { logger: deps.logger } : {}),
+  };
+}
+
+/** The engine to the service: the shared transport settings plus its address and trust. */
+export function serviceEngineOptions(config: Config, ca: TrustedCas | undefined, deps: { clock?: Clock; logger?: Logger } = {}): EngineOptions {
+  return { ...transportOptions(config, deps), baseUrl: new URL(config.service.baseUrl), ca };
+}
+
+/** The gentoken client: every setting it reads, named. */
+export function tokenClientOptions(config: Config, ca: TrustedCas | undefined): TokenClientOptions {
+  return { baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs };
+}
 
 /**
  * Every setting the token manager reads, named: a new `token.*` key reaches it only through here.
@@ -50,7 +78,6 @@ export function tokenManagerOptions(config: Config): TokenManagerOptions {
  */
 export async function startServicePart(config: Config, deps: {
   group: RunGroup;
-  engineOptions: Omit<EngineOptions, 'baseUrl' | 'ca'>;
   ca: TrustedCas | undefined;
   metrics: Metrics;
   clock: Clock;
@@ -60,14 +87,14 @@ export async function startServicePart(config: Config, deps: {
 }): Promise<ServicePart> {
   const { group, logger, secrets, clock } = deps;
   const credentials = await group.started(createCredentialStore(config.credentials, { logger, secrets }), (c) => c.close());
-  const client = await group.started(createTokenClient({ baseUrl: config.service.baseUrl, ca: deps.ca, timeoutMs: config.service.tokenTimeoutMs }), (c) => c.close());
+  const client = await group.started(createTokenClient(tokenClientOptions(config, deps.ca)), (c) => c.close());
   const tokens = await group.started(new TokenManager({
     client, credentials, clock, logger, secrets, random: deps.random,
     onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
     options: tokenManagerOptions(config),
   }), (m) => m.stop());
   const engine = await group.started(
-    createProxyEngine(config.proxy.engine, { ...deps.engineOptions, baseUrl: new URL(config.service.baseUrl), ca: deps.ca }),
+    createProxyEngine(config.proxy.engine, serviceEngineOptions(config, deps.ca, { clock, logger })),
     (e) => e.close(),
   );
   const attachments = compileAttachments(config.token.attach);

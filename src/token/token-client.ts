@@ -4,6 +4,7 @@ import { trustContext, type TrustedCas } from '../shared/tls.js';
 import { Pool } from '../upstream/undici-core.js';
 import { UndiciExchange } from '../upstream/undici-exchange.js';
 import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
+import { apiUrl, GENTOKEN_PATH } from '../shared/api-paths.js';
 
 /** What a token is obtained with. `version` grows whenever a value changes (rotation). */
 export interface Credentials {
@@ -36,7 +37,6 @@ export interface TokenClientOptions {
   timeoutMs: number;
 }
 
-const GENTOKEN_PATH = '/pub/b2b/v1/auth/gentoken';
 /** A token travels in a header; longer than this is not a plausible token (PITFALLS 14). */
 export const MAX_TOKEN_LENGTH = 8192;
 /** Bodies are small JSON objects; refuse to buffer more than this from a confused server. */
@@ -45,18 +45,18 @@ const MAX_SERVER_MESSAGE = 300;
 /** Visible ASCII only: anything else makes `setHeader` throw ERR_INVALID_CHAR (PITFALLS 14). */
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
-/** `{baseUrl}/pub/b2b/v1/auth/gentoken`, whether or not baseUrl has a path or a trailing slash. */
-export function gentokenUrl(baseUrl: string): string {
-  const url = new URL(baseUrl);
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}${GENTOKEN_PATH}`;
+/** The URL the client posts to: `{baseUrl}/pub/b2b/v1/auth/gentoken` (shared/api-paths.ts). */
+export function gentokenUrl(options: Pick<TokenClientOptions, 'baseUrl'>): string {
+  return apiUrl(options.baseUrl, GENTOKEN_PATH);
 }
 
 /**
  * Creates the gentoken client with its own keep-alive connection pool. `close()` is idempotent and
  * aborts a request in flight.
  */
-export function createTokenClient({ baseUrl, ca, timeoutMs }: TokenClientOptions): TokenClient {
-  const url = new URL(gentokenUrl(baseUrl));
+export function createTokenClient(options: TokenClientOptions): TokenClient {
+  const { ca, timeoutMs } = options;
+  const url = new URL(gentokenUrl(options));
   // The CA must reach undici's connector; an https.Agent would be ignored (PITFALLS 13).
   const pool = new Pool(url.origin, {
     allowH2: false, // see undici-engine.ts

@@ -256,7 +256,7 @@ describe('doctor: gentoken step', () => {
     const baseUrl = `${url}/pub/b2b/v1`;
     const client = createTokenClient({ baseUrl, ca: loadTrustedCas(tls.caFile), timeoutMs: 5000 });
     t.after(() => client.close());
-    const { step, result } = await checkGentoken(client, { ...CREDENTIALS, version: 1 }, baseUrl);
+    const { step, result } = await checkGentoken(client, { ...CREDENTIALS, version: 1 }, { baseUrl });
     assert.equal(result, undefined);
     assert.equal(step.ok, false);
     assert.equal(step.url, `${url}/pub/b2b/v1/pub/b2b/v1/auth/gentoken`);

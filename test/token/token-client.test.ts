@@ -34,10 +34,10 @@ function assertNoSecret(err: unknown): void {
 
 describe('gentoken URL', () => {
   it('joins the path whether or not baseUrl has a path or a trailing slash', () => {
-    assert.equal(gentokenUrl('https://a.example'), 'https://a.example/pub/b2b/v1/auth/gentoken');
-    assert.equal(gentokenUrl('https://a.example/'), 'https://a.example/pub/b2b/v1/auth/gentoken');
-    assert.equal(gentokenUrl('https://a.example:8443/api'), 'https://a.example:8443/api/pub/b2b/v1/auth/gentoken');
-    assert.equal(gentokenUrl('https://a.example/api//'), 'https://a.example/api/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl({ baseUrl: 'https://a.example' }), 'https://a.example/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl({ baseUrl: 'https://a.example/' }), 'https://a.example/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl({ baseUrl: 'https://a.example:8443/api' }), 'https://a.example:8443/api/pub/b2b/v1/auth/gentoken');
+    assert.equal(gentokenUrl({ baseUrl: 'https://a.example/api//' }), 'https://a.example/api/pub/b2b/v1/auth/gentoken');
   });
 });
 
