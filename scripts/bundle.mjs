@@ -87,7 +87,7 @@ const sidecarBundle = {
 await rm('dist/lib/bundle', { recursive: true, force: true });
 await build({
   ...sidecarBundle,
-  entryPoints: ['dist/lib/cli.js'],
+  entryPoints: { cli: 'dist/lib/entry/cli-bundle.js' }, // dist/lib/bundle/cli.js, which the launcher imports
   outdir: 'dist/lib/bundle',
   splitting: true,
   format: 'esm',
@@ -112,11 +112,11 @@ const bundledValidator = {
   },
 };
 
-// The plain `run` as one CommonJS file (src/cli-run.ts, issue 14): the ES module loader resolved,
+// The plain `run` as one CommonJS file (src/entry/run-bundle.ts): the ES module loader resolved,
 // loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
 await build({
   ...sidecarBundle,
-  entryPoints: ['dist/lib/cli-run.js'],
+  entryPoints: ['dist/lib/entry/run-bundle.js'],
   outfile: 'dist/lib/bundle/run.cjs',
   format: 'cjs',
   plugins: [...sidecarBundle.plugins, bundledValidator],
@@ -125,11 +125,11 @@ await build({
   banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 
-// Its V8 code cache (src/code-cache.ts) from evaluating every module; the build's next step,
+// Its V8 code cache (src/entry/code-cache.ts) from evaluating every module; the build's next step,
 // scripts/warm-code-cache.mjs, replaces it with one made after a warm start. Made by the node that
 // builds, i.e. the one that runs it (the Dockerfile builds with the runtime's image); any other
 // node rejects it and compiles the file as before.
-const { loadCommonJs } = await import('../dist/lib/code-cache.js');
+const { loadCommonJs } = await import('../dist/lib/entry/code-cache.js');
 await writeFile('dist/lib/bundle/run.cjs.v8cache', loadCommonJs(resolve('dist/lib/bundle/run.cjs')).createCache());
 
 // dist/cli.js: the launcher (src/launch.ts) in one CommonJS file; the bundles it chooses between stay external.
@@ -140,7 +140,7 @@ const bundlesExternal = {
   },
 };
 await build({
-  entryPoints: ['dist/lib/launch.js'],
+  entryPoints: ['dist/lib/entry/launcher.js'],
   outfile: 'dist/cli.js',
   bundle: true,
   format: 'cjs',
@@ -149,6 +149,6 @@ await build({
   logLevel: 'error',
   plugins: [bundlesExternal],
   define: { 'import.meta.url': '__b2bImportMetaUrl' },
-  banner: { js: "#!/usr/bin/env node\n'use strict';\n// Entry point: see src/launch.ts and scripts/bundle.mjs.\nvar __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: { js: "#!/usr/bin/env node\n'use strict';\n// Entry point: see src/entry/launcher.ts and scripts/bundle.mjs.\nvar __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
 });
 await chmod('dist/cli.js', 0o755);

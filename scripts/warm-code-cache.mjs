@@ -1,4 +1,4 @@
-// Writes dist/lib/bundle/run.cjs.v8cache after a warm start (src/code-cache.ts, issue 14): runs the
+// Writes dist/lib/bundle/run.cjs.v8cache after a warm start (src/entry/code-cache.ts): runs the
 // plain `run` from run.cjs against the simulated B2B service until the first token, then saves what
 // V8 compiled by then (module evaluation and every start-up function), so a real start compiles
 // almost nothing. Run by `npm run build` after scripts/bundle.mjs, in a process of its own:
@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 const lib = join(resolve(process.argv[2] ?? 'dist'), 'lib');
 const { createB2bSimulator } = await import(join(lib, 'simulator/b2b-simulator.js'));
 const { generateTlsMaterial } = await import(join(lib, 'simulator/certs.js'));
-const { loadCommonJs } = await import(join(lib, 'code-cache.js'));
+const { loadCommonJs } = await import(join(lib, 'entry/code-cache.js'));
 
 const work = mkdtempSync(join(tmpdir(), 'b2b-warm-'));
 const tls = await generateTlsMaterial(['127.0.0.1']);

@@ -1,13 +1,13 @@
 /**
  * commands/: one file per CLI command, `<name>Command(args, io)` → exit code, and this file's
- * CommandIo. May import everything but cli.ts.
+ * CommandIo. May import everything but src/entry/.
  */
 import type { Writable } from 'node:stream';
 
 export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';
 
 /**
- * What a command may touch of the outside world. Only `cli.ts` builds the real one from
+ * What a command may touch of the outside world. Only `entry/process-io.ts` builds the real one from
  * `process`; tests pass captured streams and their own env.
  */
 export interface CommandIo {

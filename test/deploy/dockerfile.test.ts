@@ -144,7 +144,7 @@ describe('Dockerfile', () => {
     // The build script names its inputs (tsconfig.json, scripts/bundle.mjs); tsc reads src/.
     const named = pkg.scripts.build.split(/\s+/).filter((word) => /\.(json|mjs|js|ts)$/.test(word));
     assert.ok(named.length >= 2, `expected file names in the build script: ${pkg.scripts.build}`);
-    for (const file of [...named, 'src/cli.ts', 'src/sidecar.ts']) {
+    for (const file of [...named, 'src/entry/cli-bundle.ts', 'src/sidecar.ts']) {
       assert.ok(copied.has(file), `the build stage does not get ${file} from the context`);
     }
     assert.ok(contextCopies(build).every((c) => !c.sources.includes('.')), 'the build stage copies named inputs, not the whole context');
@@ -155,7 +155,7 @@ describe('Dockerfile', () => {
     assert.equal(isIgnored('scripts/test-rules.sh', rules), true);
     assert.equal(isIgnored('scripts/bundle.mjs', rules), false);
     assert.equal(isIgnored('a/b/c.pem', rules), true);
-    assert.equal(isIgnored('src/cli.ts', rules), false);
+    assert.equal(isIgnored('src/entry/cli-bundle.ts', rules), false);
   });
 });
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
-import { plainRunArgs } from '../../src/plain-run-args.js';
+import { plainRunArgs } from '../../src/entry/plain-run-args.js';
 import { runCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -87,7 +87,7 @@ describe('the plain `run` fast path', () => {
 
   describe('code cache', () => {
     const cacheUsed = (dir: string) => execFileSync(process.execPath, ['--input-type=module', '-e',
-      `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/code-cache.js'))});
+      `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/entry/code-cache.js'))});
        process.stdout.write(String(loadCommonJs(${JSON.stringify(join(dir, 'dist/lib/bundle/run.cjs'))}).cacheUsed));`], { encoding: 'utf8' });
 
     it('is made by the build and taken by this node', () => {
@@ -101,7 +101,7 @@ describe('the plain `run` fast path', () => {
 
     it('names the file the same in stack traces wherever the package is installed, cache or not', () => {
       const where = (dir: string) => execFileSync(process.execPath, ['--input-type=module', '-e',
-        `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/code-cache.js'))});
+        `const { loadCommonJs } = await import(${JSON.stringify(join(dir, 'dist/lib/entry/code-cache.js'))});
          const file = loadCommonJs(${JSON.stringify(join(dir, 'dist/lib/bundle/run.cjs'))});
          try { file.exports.main(['not-a-plain-run']); } catch (err) { process.stdout.write(file.cacheUsed + ' ' + err.stack.split('\\n')[1]); }`], { encoding: 'utf8' });
       const moved = distCopy();

@@ -1,21 +1,21 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { EXIT_OK, EXIT_USAGE } from './commands/io.js';
-import { processIo as io, settle, surviveLostOutput, tuneV8ForServing } from './cli-process.js';
+import { EXIT_OK, EXIT_USAGE } from '../commands/io.js';
+import { processIo as io, settle, surviveLostOutput, tuneV8ForServing } from './process-io.js';
 
-// Every command line but a plain `run [--config FILE]`, which dist/cli.js (launch.ts) hands to
-// cli-run.ts without commander. Commands load lazily: `run` must not pay for the simulator's
+// Every command line but a plain `run [--config FILE]`, which dist/cli.js (launcher.ts) hands to
+// run-bundle.ts without commander. Commands load lazily: `run` must not pay for the simulator's
 // certificate library or the localization schema at start-up (start-to-ready is a benchmark target).
 const commands = {
-  run: () => import('./commands/run.js').then((m) => m.runCommand),
-  demo: () => import('./commands/demo.js').then((m) => m.demoCommand),
-  simulate: () => import('./commands/simulate.js').then((m) => m.simulateCommand),
-  token: () => import('./commands/token.js').then((m) => m.tokenCommand),
-  checkConfig: () => import('./commands/check-config.js').then((m) => m.checkConfigCommand),
-  translation: () => import('./commands/translation.js').then((m) => m.translationCommand),
-  doctor: () => import('./commands/doctor.js').then((m) => m.doctorCommand),
-  healthcheck: () => import('./commands/healthcheck.js').then((m) => m.healthcheckCommand),
+  run: () => import('../commands/run.js').then((m) => m.runCommand),
+  demo: () => import('../commands/demo.js').then((m) => m.demoCommand),
+  simulate: () => import('../commands/simulate.js').then((m) => m.simulateCommand),
+  token: () => import('../commands/token.js').then((m) => m.tokenCommand),
+  checkConfig: () => import('../commands/check-config.js').then((m) => m.checkConfigCommand),
+  translation: () => import('../commands/translation.js').then((m) => m.translationCommand),
+  doctor: () => import('../commands/doctor.js').then((m) => m.doctorCommand),
+  healthcheck: () => import('../commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
 
 /** The package version: one level up from src/ (tests), two from dist/lib/, three from dist/lib/bundle/. */
@@ -82,7 +82,7 @@ program.command('simulate').description('run the simulated B2B service alone, fo
   .option('--ca-out <file>', 'where to write the CA certificate (PEM)')
   .option('--latency-ms <ms>', 'latency added to every answer', nonNegative)
   .option('--token-in <presentation>', 'the one way protected operations accept the token: header:NAME[:SCHEME][+apikey] or query:NAME[+apikey] (default: header:Authorization:Bearer+apikey)')
-  .action((o: import('./commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => { surviveLostOutput(); return f(o, io); }); });
+  .action((o: import('../commands/simulate.js').SimulateArgs) => { result = commands.simulate().then((f) => { surviveLostOutput(); return f(o, io); }); });
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())
   .option('--json', 'print the whole AuthResult')
@@ -95,7 +95,7 @@ program.command('doctor').description('diagnose the set-up step by step: config,
   .option('--json', 'print the steps as a JSON array')
   .option('--probe <path>', 'a harmless GET path under service.baseUrl to try with the token attached (e.g. an object lookup)')
   .option('--discover-attach', 'try the common token presentations on the probe path and print the token.attach block to paste')
-  .action((o: import('./commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
+  .action((o: import('../commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')
   .addOption(configOption())

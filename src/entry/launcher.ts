@@ -7,8 +7,8 @@ import { plainRunArgs } from './plain-run-args.js';
  * script there (dist/package.json says so; the modules live in dist/lib/, an ES module scope of
  * its own). An ES module entry costs Node's ES module loader, 3–4.5 ms of every start (finding
  * 31). Paths below are relative to dist/cli.js. A plain `run` loads the one CommonJS file built
- * from cli-run.ts with its V8 code cache; every other command line loads the ES module bundle of
- * cli.ts with commander and its lazily imported command chunks.
+ * from run-bundle.ts with its V8 code cache; every other command line loads the ES module bundle of
+ * cli-bundle.ts with commander and its lazily imported command chunks.
  */
 const argv = process.argv.slice(2);
 if (plainRunArgs(argv)) {

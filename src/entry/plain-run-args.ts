@@ -2,7 +2,7 @@
  * The `run` command lines the fast start-up path takes without commander (issue 14): `run`, and
  * `run` with one `--config FILE`, `-c FILE` or `--config=FILE`. Anything else (help, other
  * options, a repeated or empty --config, a value that looks like an option) returns undefined and
- * goes through commander in cli.ts, so its help, errors and exit codes stay the only ones.
+ * goes through commander in cli-bundle.ts, so its help, errors and exit codes stay the only ones.
  * For these forms commander's result is the same `{ config? }`; test/e2e/run-fast-path.test.ts checks it.
  */
 export function plainRunArgs(argv: readonly string[]): { config?: string } | undefined {

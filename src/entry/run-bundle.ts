@@ -1,18 +1,18 @@
 import { createRequire } from 'node:module';
-import { runCommand } from './commands/run.js';
+import { runCommand } from '../commands/run.js';
 import { plainRunArgs } from './plain-run-args.js';
-import { processIo, settle, surviveLostOutput, tuneV8ForServing } from './cli-process.js';
+import { processIo, settle, surviveLostOutput, tuneV8ForServing } from './process-io.js';
 
 /**
  * The second process entry: a plain `run` (plain-run-args.ts). scripts/bundle.mjs builds it into
- * one CommonJS file, dist/lib/bundle/run.cjs, with a V8 code cache, which dist/cli.js (launch.ts)
+ * one CommonJS file, dist/lib/bundle/run.cjs, with a V8 code cache, which dist/cli.js (launcher.ts)
  * loads without the ES module loader and without commander (issue 14: start-up time).
  * Loading the file only defines `main`; the launcher calls it once every module is evaluated, so
  * tuneV8ForServing still runs after everything `run` needs at start-up is loaded.
  */
 export function main(argv: readonly string[]): void {
   const args = plainRunArgs(argv);
-  if (!args) throw new Error(`cli-run: not a plain run command line: ${argv.join(' ')}`);
+  if (!args) throw new Error(`run-bundle: not a plain run command line: ${argv.join(' ')}`);
   surviveLostOutput();
   loadLazyBuiltins();
   tuneV8ForServing();

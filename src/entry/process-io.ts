@@ -1,8 +1,8 @@
-import { EXIT_INTERRUPTED, type CommandIo } from './commands/io.js';
+import { EXIT_INTERRUPTED, type CommandIo } from '../commands/io.js';
 
 /**
- * The process side shared by the two entries, cli.ts (every command, through commander) and
- * cli-run.ts (the plain `run` fast path): the real CommandIo, the V8 tuning and the exit code.
+ * The process side shared by the two entries, cli-bundle.ts (every command, through commander) and
+ * run-bundle.ts (the plain `run` fast path): the real CommandIo, the V8 tuning and the exit code.
  * Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.
  */
 export const processIo: CommandIo = {
@@ -13,7 +13,7 @@ export const processIo: CommandIo = {
 };
 
 /** V8 settings for serving, applied once the command's modules are loaded (see shared/v8-tuning.ts). */
-export { tuneV8ForServing } from './shared/v8-tuning.js';
+export { tuneV8ForServing } from '../shared/v8-tuning.js';
 
 /**
  * For the long-running commands (`run`, `demo`, `simulate`): keeps the process serving when a
