@@ -194,7 +194,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   };
 }
 
-/** Binds a listener; a failure names the listener and its config key (issue 13 §6). */
+/** Binds a listener; a failure names the listener and its config key. */
 function listenOn(listener: Listener, which: 'proxy' | 'admin', at: { host: string; port: number }): Promise<number> {
   return listener.listen(at.host, at.port).catch((err: unknown) => {
     throw new ListenError(which, at.host, at.port, err);

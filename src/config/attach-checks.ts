@@ -5,7 +5,7 @@ import { isRecord, type Report } from './walk.js';
  * Checks of `token.attach`: every entry must produce something the HTTP client will send.
  * Node's http and undici refuse a header whose name is not an RFC 9110 token or whose value has
  * characters outside visible ASCII, space, tab and obs-text (0x80-0xFF): the request then fails
- * at request time, every proxied request gets 502 and /readyz still says ready (issue 13 §2).
+ * at request time, every proxied request gets 502 and /readyz still says ready.
  */
 
 const PLACEHOLDERS = new Set(['token', 'apiKey', 'rkObjectId']);
@@ -16,7 +16,7 @@ const TOKEN_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 /** RFC 9110 field-value characters as Node (`checkInvalidHeaderChar`) and undici check them. */
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-/** Headers an attachment must not set: hop-by-hop (RFC 9110 §7.6.1), message framing or Expect (PITFALLS 2). */
+/** Headers an attachment must not set: hop-by-hop (RFC 9110 §7.6.1), message framing or Expect (docs/traps.md T2). */
 const FORBIDDEN_HEADERS = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization',
   'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'content-length', 'expect',

@@ -36,7 +36,7 @@ export function checkSemantics(config: Section, report: Report): void {
   const admin = section(config.admin);
   checkBaseUrl(service, ['service'], report);
   checkServiceRoot(service.baseUrl, report);
-  // An entry covering everyone is an open proxy unless the operator says so (issue 13 §3).
+  // An entry covering everyone is an open proxy unless the operator says so.
   const wideOk = guard.allowAnyone === true;
   checkCidrs(guard.allow, ['guard', 'allow'], report, wideOk ? undefined : 'admits everyone');
   checkCidrs(guard.trustedProxies, ['guard', 'trustedProxies'], report, wideOk ? undefined : 'lets everyone set their own source address with X-Forwarded-For');

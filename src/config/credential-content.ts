@@ -7,7 +7,7 @@
 /** How the value travels: in a header (ApiKey, localization token) or in the JSON body (password). */
 export type CredentialCarrier = 'header' | 'body';
 
-/** A header value must be visible ASCII, or `setHeader` throws at request time (PITFALLS 14). */
+/** A header value must be visible ASCII, or `setHeader` throws at request time (docs/traps.md T14). */
 const HEADER_SAFE = /^[\x21-\x7e]+$/;
 /**
  * A JSON body carries any Unicode, but control characters, a byte-order mark or U+FFFD (what

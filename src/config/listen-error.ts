@@ -10,7 +10,7 @@ const REASONS: Record<string, string> = {
 
 /**
  * A listener could not bind. The message names the listener and the config key that sets its
- * port (issue 13 §6). `run` exits 1, not 2: a port in use is often transient (a previous
+ * port. `run` exits 1, not 2: a port in use is often transient (a previous
  * instance still draining), and systemd and Kubernetes retry exit 1 but not 2.
  */
 export class ListenError extends SidecarError {

@@ -18,16 +18,16 @@ import { GENTOKEN_PATH } from '../shared/api-paths.js';
 const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };
 
-/** Node fires a timer longer than 2^31-1 ms after 1 ms (PITFALLS 15): no duration may exceed it. */
+/** Node fires a timer longer than 2^31-1 ms after 1 ms (docs/traps.md T15): no duration may exceed it. */
 const millis = { maximum: MAX_TIMER_MS };
 /** Seconds settings become timers in ms. */
 const seconds = { maximum: Math.floor(MAX_TIMER_MS / 1000) };
 /**
- * Largest replay buffer: bodies up to the limit are held in memory, per request (issue 13: with
+ * Largest replay buffer: bodies up to the limit are held in memory, per request (measured: with
  * 10^12 accepted, one 200 MB POST took the process from 63 MB to 847 MB).
  */
 const MAX_REPLAY_BODY_BYTES = 64 * 1024 * 1024;
-/** The API requires a renewal at least every 15 minutes (its description, sections 5 and 8). */
+/** The API requires a renewal at least every 15 minutes (config/b2b-auth.swagger.yaml, info.description). */
 const MAX_TOKEN_LIFETIME_SECONDS = 900;
 
 const Port = (def: number, envName: string, description: string) =>

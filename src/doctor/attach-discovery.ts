@@ -5,7 +5,7 @@ import { probeWith, type ProbeTarget } from './probe-check.js';
 
 /**
  * Token presentations worth trying: the API description does not say how the token travels
- * (seed §5), and these are the common ones. Each is tried with the ApiKey header first (the
+ * (config/b2b-auth.swagger.yaml documents only the ApiKey header), and these are the common ones. Each is tried with the ApiKey header first (the
  * description's security scheme applies to every operation) and then without.
  */
 export const PRESENTATIONS: ReadonlyArray<{ label: string; attach: Attachment }> = [

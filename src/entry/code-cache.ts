@@ -7,7 +7,7 @@ import { Script } from 'node:vm';
 /**
  * Loads a CommonJS file with a V8 code cache beside it (`<file>.v8cache`, written by the build:
  * scripts/warm-code-cache.mjs after a warm start, or scripts/bundle.mjs after evaluation alone),
- * so V8 neither parses nor compiles what the cache holds (issue 14: start-up time of `run`). Without a usable cache the file compiles as
+ * so V8 neither parses nor compiles what the cache holds (the start-up time of `run`; bench/results/findings.md). Without a usable cache the file compiles as
  * usual: V8 rejects data from another V8 version or other flags (`cachedDataRejected`), and the
  * cache names the SHA-1 of the source it was made from, because V8 itself only compares the
  * source's length and would run stale code for an edited file of the same length.

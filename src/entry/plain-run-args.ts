@@ -1,5 +1,5 @@
 /**
- * The `run` command lines the fast start-up path takes without commander (issue 14): `run`, and
+ * The `run` command lines the fast start-up path takes without commander: `run`, and
  * `run` with one `--config FILE`, `-c FILE` or `--config=FILE`. Anything else (help, other
  * options, a repeated or empty --config, a value that looks like an option) returns undefined and
  * goes through commander in cli-bundle.ts, so its help, errors and exit codes stay the only ones.

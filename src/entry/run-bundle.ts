@@ -6,7 +6,7 @@ import { processIo, settle, surviveLostOutput, tuneV8ForServing } from './proces
 /**
  * The second process entry: a plain `run` (plain-run-args.ts). scripts/bundle.mjs builds it into
  * one CommonJS file, dist/lib/bundle/run.cjs, with a V8 code cache, which dist/cli.js (launcher.ts)
- * loads without the ES module loader and without commander (issue 14: start-up time).
+ * loads without the ES module loader and without commander (start-up time; bench/results/findings.md).
  * Loading the file only defines `main`; the launcher calls it once every module is evaluated, so
  * tuneV8ForServing still runs after everything `run` needs at start-up is loaded.
  */

@@ -64,7 +64,7 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
     const token = options.token?.();
     const headers: Record<string, string> = { accept: 'application/json' };
     if (token) headers.authorization = `Token ${token}`;
-    // Clamped: AbortSignal.timeout is a timer, and a longer one fires after 1 ms (PITFALLS 15).
+    // Clamped: AbortSignal.timeout is a timer, and a longer one fires after 1 ms (docs/traps.md T15).
     const signal = AbortSignal.timeout(clampDelay(options.timeoutMs));
     let status: number;
     let responseHeaders: Record<string, string | string[] | undefined>;

@@ -2,7 +2,7 @@
  * Rewrites a response's `Location` that points at the localization server so that a client
  * following it stays on the sidecar's route: Weblate answers a URL without its trailing slash
  * with `301 Location: /api/translations/p/c/de/` (Django's APPEND_SLASH), which, passed back
- * unchanged through `/l10n`, lands the client on the B2B route (issue 12).
+ * unchanged through `/l10n`, lands the client on the B2B route.
  *
  * - an absolute path (`/api/...`) or an absolute URL on the server's origin (`https://l10n.example/api/...`)
  *   becomes `{prefix}{path}`; when `baseUrl` has a path (`https://host/weblate`), it must start

@@ -11,7 +11,7 @@ export type { Component, Language, Project, Translation } from './weblate-schema
  * A tolerant reader of Weblate's translation object: it validates only the fields the product
  * reads (names, slugs, language codes, counts, percentages, `last_change`, and the links the
  * summary prints) and ignores everything else, present or not. Weblate's serializers differ
- * from release to release (PITFALLS 31; field lists of 2.x to 2026 in
+ * from release to release (docs/traps.md T31; field lists of 2.x to 2026 in
  * test/fixtures/weblate/serializer-fields.json): `source_language` moved from the project to the
  * component in 4.3, VCS fields and `license_url` are null for a read-only token or no licence,
  * link fields come and go. Objects tolerate extra properties (TypeBox's default).

@@ -69,7 +69,7 @@ function readToken(file: string): string {
   return checked(text.trim(), where);
 }
 
-/** A token with CR/LF or non-ASCII would make the header write throw (PITFALLS 14). */
+/** A token with CR/LF or non-ASCII would make the header write throw (docs/traps.md T14). */
 function checked(token: string, where: string): string {
   if (token.length === 0) throw new ConfigError([`${where}: the token is empty`]);
   if (!/^[\x21-\x7e]+$/.test(token)) throw new ConfigError([`${where}: the token has spaces, control or non-ASCII characters`]);

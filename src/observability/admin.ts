@@ -21,7 +21,7 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>
  * The admin listener's handler: `/healthz`, `/readyz`, `/metrics` and optionally
  * `POST /shutdown`. Kept off the proxy listener so scraping and probes never compete with, or
  * expose, proxied traffic. Every answer is JSON (or the Prometheus text format) and no error
- * leaks a stack (PITFALLS 16).
+ * leaks a stack (docs/traps.md T16).
  *
  * A plain `http` handler rather than an express app: four fixed routes need no router, and
  * express 5 bundled is 0.84 MB of code that cost ~60 ms of start-up (one core) and ~11 MB of
@@ -36,7 +36,7 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
       else sendJsonBody(res, 503, { status: 'not ready', message: reason ?? 'not ready' });
     }]])],
     ['/metrics', new Map([['GET', async (_req, res) => {
-      // registry.metrics() is async (PITFALLS 26); a rejection becomes the generic 500 below.
+      // registry.metrics() is async (docs/traps.md T26); a rejection becomes the generic 500 below.
       const body = await registry.metrics();
       sendText(res, 200, registry.contentType, body);
     }]])],

@@ -48,10 +48,10 @@ const PLACEHOLDER = /%[sdifjoOc%]/g;
 /**
  * The process logger: one JSON object per line with `level`, `message`, `time` (ISO) and the
  * fields. An Error as the message keeps its stack; `%s`/`%O` arguments are formatted into the
- * message before redaction sees it (PITFALLS 27). Our own ~60 lines instead of winston, which with
- * its formats and streams was the largest library on the start path (issue 14); the line format
+ * message before redaction sees it (docs/traps.md T27). Our own ~60 lines instead of winston, which with
+ * its formats and streams was the largest library on the start path; the line format
  * is the one winston wrote. Writes go straight to the stream; `run` ends by setting
- * `process.exitCode`, never `process.exit()`, so queued lines reach a piped stdout (PITFALLS 28).
+ * `process.exitCode`, never `process.exit()`, so queued lines reach a piped stdout (docs/traps.md T28).
  */
 export function createLogger({ level, secrets, stream = process.stdout }: LoggerOptions): Logger {
   const threshold = LEVELS[level] ?? LEVELS.info!;

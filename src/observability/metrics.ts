@@ -29,7 +29,7 @@ export interface Metrics {
   /** Called once per proxied request when response headers are known (hot path: no allocation after warm-up). */
   responseStarted(route: RouteName, method: string, code: number, seconds: number): void;
   requestEnded(): void;
-  /** A request sent again on a fresh connection after a stale keep-alive connection failed (issue 16). */
+  /** A request sent again on a fresh connection after a stale keep-alive connection failed. */
   upstreamRetried(reason: RetryReason): void;
   /** A request body's replay copy was given up: over the per-request limit or the shared budget. */
   replayCaptureDropped(reason: CaptureDropReason): void;
@@ -62,7 +62,7 @@ export const LABEL_VALUES: { readonly route: readonly RouteName[]; readonly meth
 };
 /** The sidecar's own failure answers that B2BSidecarLocalErrors watches. */
 const LOCAL_5XX = [502, 503, 504] as const;
-/** Anything else becomes OTHER, so a client inventing methods cannot create series (PITFALLS 25). */
+/** Anything else becomes OTHER, so a client inventing methods cannot create series (docs/traps.md T25). */
 const METHODS = LABEL_VALUES.method;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
 const OTHER_METHOD = METHODS.length - 1;
@@ -83,9 +83,9 @@ export function createRegistry(): Registry {
 }
 
 /**
- * Registers the sidecar's metrics (names fixed by issue 4) and prom-client's default process
+ * Registers the sidecar's metrics (their names are a contract: alerts and dashboards in deploy/ use them) and prom-client's default process
  * metrics on `registry`. Call once per registry; a second call throws instead of silently
- * double-registering (PITFALLS 24).
+ * double-registering (docs/traps.md T24).
  */
 export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0 }): Metrics {
   if (registry.getSingleMetric(`${PREFIX}token_valid`)) {
@@ -235,7 +235,7 @@ export function createTranslationMetrics(registry: Registry): TranslationMetrics
   };
 }
 
-/** The `code` label: the status, or 0 for anything outside 100–599 (bounded series, PITFALLS 25). */
+/** The `code` label: the status, or 0 for anything outside 100–599 (bounded series, docs/traps.md T25). */
 function statusLabel(code: number): number {
   return Number.isInteger(code) && code >= 100 && code <= 599 ? code : 0;
 }

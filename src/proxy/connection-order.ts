@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 
 /**
  * Keeps a connection's pipelined requests in arrival order on their way to the handler
- * (PITFALLS 32): request N+1 reaches the handler only once response N has closed. Node parses
+ * (docs/traps.md T32): request N+1 reaches the handler only once response N has closed. Node parses
  * and emits pipelined requests at once, and a proxy that dispatches each as soon as its head is
  * parsed lets a streamed request overtake a buffered one, so the service saw POST/DELETE in
  * another order than the client sent them. The client gets its responses in order anyway, so

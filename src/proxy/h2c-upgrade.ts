@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, Server } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
- * `Upgrade: h2c` is ignored, not refused (RFC 9110 §7.8 lets a server ignore Upgrade; PITFALLS 23):
+ * `Upgrade: h2c` is ignored, not refused (RFC 9110 §7.8 lets a server ignore Upgrade; docs/traps.md T23):
  * Java 11+'s default `java.net.http.HttpClient` and `curl --http2` send it on every request on a
  * new connection, and a 501 broke them all. The request is served as plain HTTP/1.1.
  */

@@ -1,7 +1,7 @@
 /**
  * Request headers never forwarded upstream: hop-by-hop headers (RFC 9110 §7.6.1), headers the
  * sidecar owns (Host, framing) and client-supplied forwarding headers, which the service might
- * use for its own IP allowlist (the seed's §5.4) and which a local client must not forge.
+ * use for its own IP allowlist (the API description: access may be restricted to allowed addresses and subnets) and which a local client must not forge.
  * `trailer` and `te` are dropped too: http-proxy crashes on `Trailer:` (node-http-proxy#1647).
  */
 export const STRIPPED_REQUEST_HEADERS: ReadonlySet<string> = new Set([

@@ -27,7 +27,7 @@ const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 405: 'Method N
 
 /**
  * Wraps a request handler in an `http` server hardened against slow and malformed clients
- * (PITFALLS 22–23, 30, 32): header and request timeouts, a header size cap (and no header
+ * (docs/traps.md T22–23, 30, 32): header and request timeouts, a header size cap (and no header
  * count cap below it), a connection cap, the strict parser (ambiguous Content-Length +
  * Transfer-Encoding framing is a 400, never two requests), HTTP/1.0 and 1.1 only, `chunked` as
  * the only transfer coding, a connection's requests handed over in arrival order, `h2c`
@@ -77,7 +77,7 @@ export function createListener(
   );
   // Node keeps only the first 2000 headers in req.headers while its parser frames the body
   // with all of them: a Content-Length after 2000 lines was invisible here and the body was
-  // dropped (PITFALLS 30). Without a count limit the header byte cap governs.
+  // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));

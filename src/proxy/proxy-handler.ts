@@ -68,7 +68,7 @@ type GuardedSocket = { [GUARD_DECISION]?: boolean };
 /**
  * The per-request path: guard → target check → route → credentials → body plan → upstream →
  * (one replay after a 401) → response. Plain `http` handler; express stays off this path
- * because it doubles the CPU per request (issue 7).
+ * because it doubles the CPU per request.
  */
 export function createProxyHandler(options: ProxyHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { guard, metrics, logger, clock } = options;
@@ -89,7 +89,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
     const route = pickRoute(routes, url);
-    // Read now: once undici has consumed the request as a body, `req.socket` is null (PITFALLS 29).
+    // Read now: once undici has consumed the request as a body, `req.socket` is null (docs/traps.md T29).
     const source = req.socket.remoteAddress;
     metrics.requestStarted();
     const respond = (status: number, message: string, headers?: Record<string, string>) => {

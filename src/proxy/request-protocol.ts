@@ -7,7 +7,7 @@ export interface ProtocolRefusal {
 }
 
 /**
- * Protocol checks Node's parser leaves to the application (issue 12 §3):
+ * Protocol checks Node's parser leaves to the application:
  * - only HTTP/1.0 and 1.1: llhttp also accepts a request line without a version (read as 0.9),
  *   `HTTP/0.9` and `HTTP/2.0`, which were forwarded as HTTP/1.1 (→ 505);
  * - a transfer coding the sidecar cannot decode before `chunked` (`cow, chunked`) was dropped

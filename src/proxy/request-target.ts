@@ -1,5 +1,5 @@
 /**
- * Checks a request target before anything routes on it (PITFALLS 8). Only origin-form targets
+ * Checks a request target before anything routes on it (docs/traps.md T8). Only origin-form targets
  * with a normalised path are accepted: no absolute-form (`http://other/x`), no `//host/x`,
  * no dot segments, raw or percent-encoded, and no encoded slashes or backslashes, which some
  * servers decode into path separators. Matrix parameters count as part of the segment they

@@ -1,7 +1,7 @@
 /**
  * The B2B service as one part of the sidecar, mirroring localization/localization-part.ts: the
  * credential store, the token client and manager, the engine to the service and the proxy route
- * that attaches the token. It owns what issue 2 describes; sidecar.ts only wires parts together.
+ * that attaches the token. sidecar.ts only wires parts together.
  * May import: shared, config, observability, upstream, token, proxy.
  */
 import type { Logger } from '../observability/logger.js';

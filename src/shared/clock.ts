@@ -13,7 +13,7 @@ export interface Clock {
 
 export type TimerHandle = { readonly __timer: unique symbol } | object;
 
-/** Node fires timers longer than 2^31-1 ms after 1 ms (PITFALLS 15), so every delay is clamped. */
+/** Node fires timers longer than 2^31-1 ms after 1 ms (docs/traps.md T15), so every delay is clamped. */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export function clampDelay(ms: number): number {

@@ -6,7 +6,7 @@ export type Range = [Address, number];
 /**
  * Parses one `guard.allow` / `trustedProxies` entry strictly: four-part decimal IPv4 or IPv6,
  * optionally with a prefix length, no host bits set. ipaddr.js alone accepts `127.1`,
- * `0177.0.0.1` and `10.1/16` (PITFALLS 19), so those are rejected here.
+ * `0177.0.0.1` and `10.1/16` (docs/traps.md T19), so those are rejected here.
  * Returns the range, or a reason string.
  */
 export function parseStrictCidr(entry: string): Range | string {
@@ -40,7 +40,7 @@ export function parseStrictCidr(entry: string): Range | string {
 
 /** The IPv4-mapped block `::ffff:0:0/96`: its last 32 bits are an IPv4 address (RFC 4291 §2.5.5.2). */
 const MAPPED = ipaddr.IPv6.parse('::ffff:0:0');
-/** Narrowest ranges that still count as "everyone" (issue 13 §3). */
+/** Narrowest ranges that still count as "everyone". */
 const MIN_IPV4_PREFIX = 8;
 const MIN_IPV6_PREFIX = 16;
 
@@ -88,7 +88,7 @@ export function compileRanges(entries: readonly string[]): (addr: Address) => bo
   };
 }
 
-/** Parses a peer or forwarded address; IPv4-mapped IPv6 becomes IPv4 (PITFALLS 18). */
+/** Parses a peer or forwarded address; IPv4-mapped IPv6 becomes IPv4 (docs/traps.md T18). */
 export function parsePeer(text: string | undefined): Address | undefined {
   if (typeof text !== 'string' || text.length === 0 || text.length > 64) return undefined;
   try {

@@ -10,7 +10,7 @@ const tls = createRequire(import.meta.url)('node:tls') as typeof import('node:tl
 
 /**
  * Trusted CAs for an upstream: Node's roots plus the certificates of an extra PEM file. Passing
- * `ca` alone would replace the system store (PITFALLS 10), so the roots are always included: the
+ * `ca` alone would replace the system store (docs/traps.md T10), so the roots are always included: the
  * TLS context starts from Node's default store (see trustContext). Node's roots are not copied
  * into JavaScript strings (`tls.rootCertificates`, ~300 KB kept for the process's life) unless an
  * API needs them as a list (`caCertificates`).

@@ -38,7 +38,7 @@ export interface B2bSimulatorOptions {
   port?: number;
   /** Certificate and key; a throw-away CA and certificate are generated at start when absent. */
   tls?: TlsMaterial;
-  /** Client addresses/CIDRs allowed to use the server (seed §5.4); others get 403. Default: everyone. */
+  /** Client addresses/CIDRs allowed to use the server (the API description: access may be restricted to allowed addresses and subnets); others get 403. Default: everyone. */
   allow?: string[];
   /** Token expiry is judged on `clock.now()`; default the system clock. */
   clock?: Clock;

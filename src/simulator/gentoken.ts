@@ -3,7 +3,7 @@ import { mediaType, readSmallBody, safeEqual, sendJson, sendMessage, waitUnlessC
 import type { SimContext } from './sim-context.js';
 import type { TokenFaultKind } from './sim-faults.js';
 
-/** The token operation's path (seed §4.1: basePath /pub + /b2b/v1/auth/gentoken). */
+/** The token operation's path (config/b2b-auth.swagger.yaml: basePath /pub + /b2b/v1/auth/gentoken). */
 export const GENTOKEN_PATH = '/pub/b2b/v1/auth/gentoken';
 /** A password body is a few dozen bytes; anything far larger is not a Back2BackAuthRequest. */
 const MAX_BODY_BYTES = 16 * 1024;

@@ -45,7 +45,7 @@ const ERROR_CODES: Record<number, string> = {
   401: 'not_authenticated', 404: 'not_found', 405: 'method_not_allowed', 429: 'throttled', 500: 'error', 503: 'error',
 };
 
-/** A Weblate-style localization server over HTTPS serving the translation lookup (seed §4.2). */
+/** A Weblate-style localization server over HTTPS serving the translation lookup (the lookup Weblate documents as GET /api/translations/…/). */
 export function createLocalizationSimulator(options: LocalizationSimulatorOptions = {}): LocalizationSimulator {
   let server: Server | undefined;
   let data = new Map<string, Record<string, unknown>>();

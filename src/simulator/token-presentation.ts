@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 
 /**
  * How the simulated service expects the token on protected operations. The API description does
- * not say (seed §5), so the simulator can be set to accept exactly one presentation, which lets
+ * not say (config/b2b-auth.swagger.yaml documents only the ApiKey header), so the simulator can be set to accept exactly one presentation, which lets
  * `doctor --discover-attach` be tested end to end.
  */
 export interface TokenPresentation {

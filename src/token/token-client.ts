@@ -14,7 +14,7 @@ export interface Credentials {
   version: number;
 }
 
-/** A validated gentoken 200 body (seed §2.2). `refreshToken` is unused but must be present. */
+/** A validated gentoken 200 body (AuthResult in config/b2b-auth.swagger.yaml). `refreshToken` is unused but must be present. */
 export interface AuthResult {
   token: string;
   refreshToken: string | null;
@@ -37,12 +37,12 @@ export interface TokenClientOptions {
   timeoutMs: number;
 }
 
-/** A token travels in a header; longer than this is not a plausible token (PITFALLS 14). */
+/** A token travels in a header; longer than this is not a plausible token (docs/traps.md T14). */
 export const MAX_TOKEN_LENGTH = 8192;
 /** Bodies are small JSON objects; refuse to buffer more than this from a confused server. */
 const MAX_BODY_BYTES = 64 * 1024;
 const MAX_SERVER_MESSAGE = 300;
-/** Visible ASCII only: anything else makes `setHeader` throw ERR_INVALID_CHAR (PITFALLS 14). */
+/** Visible ASCII only: anything else makes `setHeader` throw ERR_INVALID_CHAR (docs/traps.md T14). */
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;
 
 /** The URL the client posts to: `{baseUrl}/pub/b2b/v1/auth/gentoken` (shared/api-paths.ts). */
@@ -57,7 +57,7 @@ export function gentokenUrl(options: Pick<TokenClientOptions, 'baseUrl'>): strin
 export function createTokenClient(options: TokenClientOptions): TokenClient {
   const { ca, timeoutMs } = options;
   const url = new URL(gentokenUrl(options));
-  // The CA must reach undici's connector; an https.Agent would be ignored (PITFALLS 13).
+  // The CA must reach undici's connector; an https.Agent would be ignored (docs/traps.md T13).
   const pool = new Pool(url.origin, {
     allowH2: false, // see undici-engine.ts
     connect: ca ? { secureContext: trustContext(ca), rejectUnauthorized: true } : { rejectUnauthorized: true },
@@ -70,11 +70,11 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
   return {
     async requestToken(c) {
       const deadline = new ClientGone();
-      // Clamped: a longer delay would fire after 1 ms (PITFALLS 15).
+      // Clamped: a longer delay would fire after 1 ms (docs/traps.md T15).
       const timer = setTimeout(() => deadline.abort(), clampDelay(timeoutMs));
       try {
         // A bare dispatch never follows a redirect, which would re-send the ApiKey and the
-        // password elsewhere (PITFALLS 13).
+        // password elsewhere (docs/traps.md T13).
         const res = await new Promise<UpstreamResponse>((resolve, reject) => {
           pool.dispatch({
             method: 'POST',
@@ -140,7 +140,7 @@ async function readBody(res: UpstreamResponse): Promise<string> {
   return body.toString('utf8');
 }
 
-/** The ErrorMessage `message` (seed §2.3), or a fixed text when the body is anything else. */
+/** The ErrorMessage `message` (ErrorMessage in config/b2b-auth.swagger.yaml), or a fixed text when the body is anything else. */
 function serverMessage(text: string): string {
   try {
     const body: unknown = JSON.parse(text);

@@ -330,7 +330,7 @@ export class TokenManager {
     else this.#logger.warn('token request failed', fields);
   }
 
-  /** Arms the single timer for monotonic time `at`, re-arming in steps no timer can overflow (PITFALLS 15). */
+  /** Arms the single timer for monotonic time `at`, re-arming in steps no timer can overflow (docs/traps.md T15). */
   #armAt(at: number, fn: () => void): void {
     this.#cancelTimer();
     const tick = () => {

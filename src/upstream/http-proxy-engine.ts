@@ -50,10 +50,10 @@ class Exchange extends EventEmitter {
 /**
  * Proxy engine on http-proxy 1.18.1 (the design's choice; unmaintained since 2020). Its traps
  * are neutralised here: credentials travel in the header object given to `web()`, never in a
- * `proxyReq` listener (PITFALLS 2); `Expect`/`Trailer` never reach it (stripped upstream of
- * this file, PITFALLS 3); `changeOrigin` pins Host and SNI to the service (PITFALLS 5); a
- * client abort destroys the upstream request (PITFALLS 4); our own header deadline replaces
- * `proxyTimeout` (PITFALLS 6); no `followRedirects` (PITFALLS 11); keep-alive agent (PITFALLS 9).
+ * `proxyReq` listener (docs/traps.md T2); `Expect`/`Trailer` never reach it (stripped upstream of
+ * this file, docs/traps.md T3); `changeOrigin` pins Host and SNI to the service (docs/traps.md T5); a
+ * client abort destroys the upstream request (docs/traps.md T4); our own header deadline replaces
+ * `proxyTimeout` (docs/traps.md T6); no `followRedirects` (docs/traps.md T11); keep-alive agent (docs/traps.md T9).
  * Every body goes upstream with explicit framing, and http-proxy's `deleteLength` pass is
  * removed (see below).
  */
@@ -95,7 +95,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   const deleteLength = passes.indexOf(webIncomingPasses.deleteLength);
   if (deleteLength === -1) throw new Error('http-proxy: the deleteLength pass to remove was not found');
   passes.splice(deleteLength, 1);
-  // Without an 'error' listener http-proxy crashes the process (PITFALLS 1); errors are also
+  // Without an 'error' listener http-proxy crashes the process (docs/traps.md T1); errors are also
   // delivered to each call's callback below.
   proxy.on('error', () => undefined);
   proxy.on('proxyReq', (proxyReq: ClientRequest, req: IncomingMessage) => {
@@ -139,9 +139,9 @@ interface EngineContext {
 }
 
 /**
- * One request through http-proxy: our own header deadline (PITFALLS 6), abort when the client
- * goes (PITFALLS 4), the body-stall deadline, the early-answer cut (PITFALLS 33) and explicit
- * framing for every body; stale keep-alive failures are marked for the retry (issue 16).
+ * One request through http-proxy: our own header deadline (docs/traps.md T6), abort when the client
+ * goes (docs/traps.md T4), the body-stall deadline, the early-answer cut (docs/traps.md T33) and explicit
+ * framing for every body; stale keep-alive failures are marked for the retry.
  */
 function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<UpstreamResponse> {
   return new Promise<UpstreamResponse>((resolve, reject) => {
@@ -190,7 +190,7 @@ function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<Ups
       proxyRes.once('close', () => socket.off('timeout', stalled));
       // The service answered before reading the whole upload: the piping would stall and the
       // socket stay assigned for good, so after maxSockets of these every request waits
-      // (PITFALLS 33). The socket cannot be reused mid-body: cut it, and let the client finish.
+      // (docs/traps.md T33). The socket cannot be reused mid-body: cut it, and let the client finish.
       const proxyReq = exchange.proxyReq;
       if (proxyReq && upload) {
         proxyRes.once('end', () => {

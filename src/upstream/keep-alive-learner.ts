@@ -6,7 +6,7 @@ const MIN_LEARNED_IDLE_MS = 200;
 const MARGIN_FACTOR = 0.75;
 
 /**
- * Learns the service's keep-alive idle timeout from its resets (issue 16). Integrators rarely know
+ * Learns the service's keep-alive idle timeout from its resets. Integrators rarely know
  * it (no API document states it, gateways change it), and when `proxy.keepAliveTimeoutMs` is above
  * it, every request that reuses a connection idle for longer races the service closing it. Each
  * such reset of a reused connection after `idleMs` of idleness shrinks the pool's idle timeout

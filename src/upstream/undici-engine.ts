@@ -11,8 +11,8 @@ import { clientAborted, UndiciExchange, type ConnectionReports, type ExchangeDea
 /**
  * Proxy engine on undici's connection pool: keep-alive TLS, a header deadline from dispatch
  * (queue + connect + headers) and native body timeouts (a clean 504 instead of http-proxy's
- * ECONNRESET, PITFALLS 6), a cap on pauses by a client that stopped reading, abort when the client goes
- * (no leaked upstream requests, PITFALLS 4), and no redirect handling at all. Requests go
+ * ECONNRESET, docs/traps.md T6), a cap on pauses by a client that stopped reading, abort when the client goes
+ * (no leaked upstream requests, docs/traps.md T4), and no redirect handling at all. Requests go
  * through the dispatcher's handler interface (see undici-exchange.ts).
  */
 export function createUndiciEngine(options: EngineOptions): ProxyEngine {
@@ -34,7 +34,7 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
     connect: {
       ...(options.ca ? { secureContext: trustContext(options.ca) } : {}),
       rejectUnauthorized: true,
-      // SNI and the certificate check always use the service's host, never the client's Host (PITFALLS 5).
+      // SNI and the certificate check always use the service's host, never the client's Host (docs/traps.md T5).
       servername: isIpLiteral(options.baseUrl.hostname) ? undefined : options.baseUrl.hostname,
     },
   };

@@ -1,5 +1,5 @@
 /**
- * The reused-connection race (issue 16): the sidecar writes a request into a pooled keep-alive
+ * The reused-connection race: the sidecar writes a request into a pooled keep-alive
  * connection at the moment the service closes it as idle. The request then fails before any
  * response byte, and the service never saw it. nginx hides this by retrying on the next
  * connection (`proxy_next_upstream error`); so does the sidecar, once, on a fresh connection,

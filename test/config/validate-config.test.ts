@@ -157,7 +157,7 @@ describe('validateConfig: problems', () => {
     assert.deepEqual(l10n({ allowInsecureHttp: true }), []);
   });
 
-  it('rejects non-canonical IPv4 spellings and host bits in CIDR lists (PITFALLS 19)', () => {
+  it('rejects non-canonical IPv4 spellings and host bits in CIDR lists (docs/traps.md T19)', () => {
     const problems = withChange((c) => {
       c.guard = { allow: ['127.0.0.1/32', '10.1/16', '127.1', '0177.0.0.1', '2130706433', '10.0.0.1/8', '::1/129'] };
     });
@@ -289,7 +289,7 @@ describe('validateConfig: problems', () => {
   });
 
   it('tokenTimeoutMs above 2^31-1 is a config error', () => {
-    // Node fires a longer timer after 1 ms (PITFALLS 15): every gentoken request would time out at once.
+    // Node fires a longer timer after 1 ms (docs/traps.md T15): every gentoken request would time out at once.
     assert.deepEqual(withChange((c) => { c.service.tokenTimeoutMs = 2 ** 31; }), [
       'service.tokenTimeoutMs: must be <= 2147483647',
     ]);
@@ -301,7 +301,7 @@ describe('validateConfig: problems', () => {
     const timed = timedKeys();
     assert.ok(timed.length >= 11, `found only ${timed.map((t) => t.key).join(', ')}`);
     const unbounded = timed.filter(({ maximum, bound }) => maximum === undefined || maximum > bound);
-    assert.deepEqual(unbounded.map(({ key, unit }) => `${key}: add \`...${unit === 'ms' ? 'millis' : 'seconds'}\` (maximum ${unit === 'ms' ? 'MAX_TIMER_MS' : 'Math.floor(MAX_TIMER_MS / 1000)'}) to its entry in src/config/schema.ts: Node fires a longer timer after 1 ms (PITFALLS 15)`), []);
+    assert.deepEqual(unbounded.map(({ key, unit }) => `${key}: add \`...${unit === 'ms' ? 'millis' : 'seconds'}\` (maximum ${unit === 'ms' ? 'MAX_TIMER_MS' : 'Math.floor(MAX_TIMER_MS / 1000)'}) to its entry in src/config/schema.ts: Node fires a longer timer after 1 ms (docs/traps.md T15)`), []);
     const atMaximum = (c: Raw): void => {
       for (const { path, maximum } of timed) setAt(c, path, maximum!);
     };

@@ -197,7 +197,7 @@ describe('localization client', () => {
     }
   });
 
-  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (PITFALLS 15)', async () => {
+  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (docs/traps.md T15)', async () => {
     const slow = await startHttps((_req, res) => {
       setTimeout(() => res.writeHead(404, { 'content-type': 'application/json' }).end('{"detail":"Not found."}'), 50);
     });

@@ -169,7 +169,7 @@ describe('Weblate answers from its own sources (fixtures)', () => {
   });
 });
 
-describe('Weblate serializer field lists, 2.x … 2026 (PITFALLS 31: validate only what you read)', () => {
+describe('Weblate serializer field lists, 2.x … 2026 (docs/traps.md T31: validate only what you read)', () => {
   interface Version {
     label: string; sourceLanguageOn: 'project' | 'component';
     LanguageSerializer: string[]; ProjectSerializer: string[]; ComponentSerializer: string[];

@@ -125,7 +125,7 @@ describe('admin handler', () => {
     assert.match(raw, /^HTTP\/1\.1 200 /);
   });
 
-  it('hides error details and stacks behind a generic 500 (PITFALLS 16)', async () => {
+  it('hides error details and stacks behind a generic 500 (docs/traps.md T16)', async () => {
     const { http, capture } = await start({
       health: () => { throw new Error('internal detail xyz'); },
     });
@@ -136,7 +136,7 @@ describe('admin handler', () => {
     assert.match(logged.err.stack, /internal detail xyz/);
   });
 
-  it('turns a failing scrape into a generic 500 (PITFALLS 26)', async () => {
+  it('turns a failing scrape into a generic 500 (docs/traps.md T26)', async () => {
     const registry = createRegistry();
     new Gauge({ name: 'broken', help: 'x', registers: [registry], collect() { throw new Error('collector blew up'); } });
     const { http } = await start({ registry });

@@ -54,7 +54,7 @@ describe('createLogger', () => {
     assert.equal(isSensitiveKey('refresh_token'), true);
   });
 
-  it('does not mutate the caller\'s objects (PITFALLS 27)', () => {
+  it('does not mutate the caller\'s objects (docs/traps.md T27)', () => {
     const { logger, lines } = createCaptureLogger();
     const headers = { authorization: 'x', accept: 'json' };
     const top = { authorization: 'x', nested: { password: 'y' } };

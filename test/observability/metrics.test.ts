@@ -98,7 +98,7 @@ describe('createMetrics', () => {
     assert.equal(await hist('bucket', { route: 'service', method: 'POST', code: 502, le: 30 }), 1);
   });
 
-  it('normalises unknown methods to OTHER and out-of-range codes to 0 (PITFALLS 25)', async () => {
+  it('normalises unknown methods to OTHER and out-of-range codes to 0 (docs/traps.md T25)', async () => {
     const { registry, metrics } = setup();
     metrics.responseStarted('service', 'PROPFIND', 207, 0.01);
     metrics.responseStarted('service', 'get', 200, 0.01);
@@ -167,7 +167,7 @@ describe('createMetrics', () => {
     assert.equal(registry.getSingleMetric('nodejs_active_handles_total'), undefined);
   });
 
-  it('lets two registries exist side by side and refuses a second set on one registry (PITFALLS 24)', async () => {
+  it('lets two registries exist side by side and refuses a second set on one registry (docs/traps.md T24)', async () => {
     const a = setup();
     const b = setup({ ageSeconds: 5, expiresInSeconds: 1, valid: true });
     a.metrics.guardDenied();

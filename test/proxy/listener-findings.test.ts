@@ -5,7 +5,7 @@ import { rawExchange, statuses } from '../helpers/raw-client.js';
 import { ENGINES, startSidecar, waitReady, type RunningSidecar } from '../helpers/stack.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 
-/** Regression tests for the listener findings of issue 12 §3 (PITFALLS 23, 30, 32). */
+/** Regression tests for the listener findings of issue 12 §3 (docs/traps.md T23, T30, T32). */
 
 interface Received { method: string; url: string; headers: IncomingMessage['headers']; body: string }
 

@@ -228,7 +228,7 @@ describe('source guard on the listener', () => {
     }
   });
 
-  it('normalises IPv4-mapped sources on a dual-stack listener (PITFALLS 18)', async () => {
+  it('normalises IPv4-mapped sources on a dual-stack listener (docs/traps.md T18)', async () => {
     const s = await startSidecar({ baseUrl: sim.baseUrl, overrides: { listen: { host: '::' } } });
     try {
       await waitReady(s);

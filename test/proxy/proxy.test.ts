@@ -106,7 +106,7 @@ for (const engine of ENGINES) {
       assert.equal(typeof res.json().message, 'string');
     });
 
-    it('attaches credentials to a request with Expect: 100-continue (PITFALLS 2)', async () => {
+    it('attaches credentials to a request with Expect: 100-continue (docs/traps.md T2)', async () => {
       const body = JSON.stringify({ a: 1 });
       const res = await send(s.port, { method: 'POST', path: '/pub/b2b/v1/echo', body, headers: { expect: '100-continue', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), authorization: 'Bearer client-own' } });
       assert.equal(res.status, 200);
@@ -116,7 +116,7 @@ for (const engine of ENGINES) {
       assert.equal(echo.bodyBytes, Buffer.byteLength(body));
     });
 
-    it('survives a chunked request with a Trailer header and trailers (PITFALLS 3)', async () => {
+    it('survives a chunked request with a Trailer header and trailers (docs/traps.md T3)', async () => {
       const { connect } = await import('node:net');
       const raw = await new Promise<string>((resolve, reject) => {
         const socket = connect(s.port, '127.0.0.1', () => {
@@ -136,7 +136,7 @@ for (const engine of ENGINES) {
       assert.equal(again.status, 200);
     });
 
-    it('strips hop-by-hop headers and those the Connection header nominates (PITFALLS 7)', async () => {
+    it('strips hop-by-hop headers and those the Connection header nominates (docs/traps.md T7)', async () => {
       const res = await send(s.port, {
         path: '/pub/b2b/v1/echo',
         headers: { connection: 'keep-alive, x-private', 'x-private': 'secret-hop', 'x-kept': 'yes', 'proxy-authorization': 'Basic abc', 'x-forwarded-for': '6.6.6.6', 'keep-alive': 'timeout=5' },
@@ -149,7 +149,7 @@ for (const engine of ENGINES) {
       assert.equal(h['x-kept'], 'yes');
     });
 
-    it('always presents the service Host, whatever Host the client sends (PITFALLS 5)', async () => {
+    it('always presents the service Host, whatever Host the client sends (docs/traps.md T5)', async () => {
       const res = await send(s.port, { path: '/pub/b2b/v1/echo', headers: { host: 'evil.example' } });
       assert.equal(res.status, 200);
       assert.equal(res.json<Echo>().headers.host, new URL(sim.baseUrl).host);

@@ -142,7 +142,7 @@ for (const engine of ENGINES) {
         await up.waitOpen(0);
         while (!/^b2b_sidecar_inflight_requests 0$/m.test(await s.sidecar.registry.metrics())) await new Promise((r) => setTimeout(r, 10));
         assert.equal(await metric(s, /^b2b_sidecar_replay_buffer_bytes (\d+)$/m), 0);
-        // Still serving: the access log line after the abort did not crash the process (PITFALLS 29).
+        // Still serving: the access log line after the abort did not crash the process (docs/traps.md T29).
         assert.equal((await send(s.port, { path: '/after' })).status, 200);
         const logged = s.log.lines().filter((l) => l.message === 'request');
         assert.ok(logged.length >= 2);
@@ -153,7 +153,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('logs chunked and oversized uploads with request logging on without crashing (PITFALLS 29)', async () => {
+    it('logs chunked and oversized uploads with request logging on without crashing (docs/traps.md T29)', async () => {
       const up = await startUpstream((req, res) => { req.resume(); req.on('end', () => res.end('{}')); });
       const s = await startSidecar({ baseUrl: up.url, engine, overrides: { log: { requests: true }, proxy: { replayBodyLimitBytes: 1024 } } });
       try {
@@ -201,7 +201,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('releases the upstream connection when the service answers before reading an upload (PITFALLS 33)', async () => {
+    it('releases the upstream connection when the service answers before reading an upload (docs/traps.md T33)', async () => {
       // Answers at once and never reads the body: the upload can never finish upstream.
       const up = await startUpstream((req, res) => {
         if (req.method === 'GET') return void res.end('{"ok":true}');

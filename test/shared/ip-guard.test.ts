@@ -7,7 +7,7 @@ describe('parseStrictCidr', () => {
     it(`accepts ${ok}`, () => assert.ok(Array.isArray(parseStrictCidr(ok))));
   }
   for (const bad of ['127.1', '0177.0.0.1', '2130706433', '10.1/16', '10.0.0.0/33', '::1/129', '10.0.0.1/8', 'localhost', '', '1.2.3.4/8/9', '1.2.3.4/x']) {
-    it(`rejects ${JSON.stringify(bad)} (PITFALLS 19)`, () => assert.equal(typeof parseStrictCidr(bad), 'string'));
+    it(`rejects ${JSON.stringify(bad)} (docs/traps.md T19)`, () => assert.equal(typeof parseStrictCidr(bad), 'string'));
   }
 });
 
@@ -26,11 +26,11 @@ describe('source guard', () => {
     assert.equal(judge('127.0.0.1'), true);
     assert.equal(judge('::1'), true);
   });
-  it('normalises an IPv4-mapped IPv6 peer from a dual-stack listener (PITFALLS 18)', () => {
+  it('normalises an IPv4-mapped IPv6 peer from a dual-stack listener (docs/traps.md T18)', () => {
     assert.equal(judge('::ffff:127.0.0.1'), true);
     assert.equal(judge('::ffff:10.0.0.1'), false);
   });
-  it('denies other addresses, including the Istio sidecar source 127.0.0.6 (PITFALLS 20)', () => {
+  it('denies other addresses, including the Istio sidecar source 127.0.0.6 (docs/traps.md T20)', () => {
     assert.equal(judge('127.0.0.6'), false);
     assert.equal(judge('10.1.2.3'), false);
     assert.equal(judge('fe80::1'), false);
@@ -73,7 +73,7 @@ describe('source guard', () => {
 describe('IPv4-mapped entries (issue 13 §3)', () => {
   // Cases from jshttp/proxy-addr test/test.js, "when IPv4-mapped IPv6 addresses" (commit
   // 07d164104035ff1f85fe4ae28b8a9693148ab9e8); host bits cleared (::ffff:a00:2/122 → ::ffff:a00:0/122)
-  // because entries are parsed strictly here (PITFALLS 19).
+  // because entries are parsed strictly here (docs/traps.md T19).
   it('an IPv6 entry matches the plain IPv4 client (proxy-addr: "should match IPv6 trust to IPv4 request")', () => {
     const g = compileIpGuard([], ['::ffff:a00:1', '::ffff:a00:2']);
     assert.equal(g.clientAddress('10.0.0.1', '192.168.0.1, 10.0.0.2'), '192.168.0.1');

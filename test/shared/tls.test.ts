@@ -28,7 +28,7 @@ function get(port: number, secureContext: ReturnType<typeof trustContext>): Prom
 }
 
 describe('trusted CAs', () => {
-  it('adds caFile to the system roots instead of replacing them (PITFALLS 10)', async () => {
+  it('adds caFile to the system roots instead of replacing them (docs/traps.md T10)', async () => {
     const tls = await testTls();
     const ca = loadTrustedCas(tls.caFile)!;
     assert.equal(ca.extraPem, tls.caPem);

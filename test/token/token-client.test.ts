@@ -147,7 +147,7 @@ describe('token client', () => {
     assert.equal(error.message, 'timed out after 300ms');
   });
 
-  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (PITFALLS 15)', async () => {
+  it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (docs/traps.md T15)', async () => {
     const server = await startGentokenServer(async () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       return ok('tok-slow', 900);
@@ -181,7 +181,7 @@ describe('token client', () => {
     }
   });
 
-  it('does not follow a 307 redirect to another server (PITFALLS 13)', async () => {
+  it('does not follow a 307 redirect to another server (docs/traps.md T13)', async () => {
     const canary = await startGentokenServer();
     const { error, requests } = await exchange({
       status: 307,

@@ -188,7 +188,7 @@ describe('token manager: schedule', () => {
     await capped.close();
   });
 
-  it('clamps timers for a huge ttl and still renews on time (PITFALLS 15)', async () => {
+  it('clamps timers for a huge ttl and still renews on time (docs/traps.md T15)', async () => {
     const t = await started({ ttl: 1e10, maxLifetimeSeconds: 1e10, random: () => 0 });
     const renewAt = t.calls[0]! + 0.66 * 1e13;
     assert.ok(t.clock.nextDelay()! <= MAX_TIMER_MS);

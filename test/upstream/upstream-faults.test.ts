@@ -100,7 +100,7 @@ for (const engine of ENGINES) {
       }
     });
 
-    it('releases the upstream request when the client aborts (PITFALLS 4)', async () => {
+    it('releases the upstream request when the client aborts (docs/traps.md T4)', async () => {
       const up = await startUpstream((_req, res) => { res.writeHead(200); res.write('partial'); /* never ends */ });
       const s = await startSidecar({ baseUrl: up.url, engine });
       try {
@@ -306,7 +306,7 @@ for (const engine of ENGINES) {
         const socket = connect(s.port, '127.0.0.1');
         socket.on('error', () => undefined);
         socket.write('GET /slow1 HTTP/1.1\r\nHost: x\r\n\r\nGET /slow2 HTTP/1.1\r\nHost: x\r\n\r\n');
-        // A connection's requests go upstream in arrival order (PITFALLS 32): /slow2 waits for /slow1's answer.
+        // A connection's requests go upstream in arrival order (docs/traps.md T32): /slow2 waits for /slow1's answer.
         while (up.open < 1) await new Promise((r) => setTimeout(r, 10));
         socket.destroy();
         await within(3000, up.waitOpen(0), 'an upstream request outlived its client');
