@@ -57,7 +57,17 @@ export function createLogger({ level, secrets, stream = process.stdout }: Logger
   const threshold = LEVELS[level] ?? LEVELS.info!;
   const method = (name: string): LogMethod => {
     if (LEVELS[name]! > threshold) return () => undefined;
-    return (message, ...args) => stream.write(`${secrets.redact(JSON.stringify(record(name, message, args)))}\n`);
+    return (message, ...args) => {
+      let line: string;
+      try {
+        line = secrets.redact(JSON.stringify(record(name, message, args)));
+      } catch (err) {
+        // A log call must never take the process down, and the uncaught error would print what it
+        // was formatting (docs/traps.md T34). Say that a line was lost, with nothing from it.
+        line = JSON.stringify({ level: name, message: 'a log line could not be written', time: new Date().toISOString(), reason: (err as Error)?.name ?? 'error' });
+      }
+      stream.write(`${line}\n`);
+    };
   };
   return { level, error: method('error'), warn: method('warn'), info: method('info'), debug: method('debug') };
 }

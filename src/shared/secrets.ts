@@ -8,19 +8,29 @@ export function fingerprint(secret: string): string {
 const REDACTED = '[REDACTED]';
 /** Values shorter than this are not scrubbed by value: they would blank ordinary words. */
 const MIN_SECRET_LENGTH = 4;
+/**
+ * Forms longer than this are scrubbed by a plain substring scan rather than inside a regular
+ * expression: V8 refuses a pattern that is too large ("Regular expression too large"), and an
+ * 8 KiB file of NUL bytes, escaped, is already over 50,000 characters (docs/traps.md T34).
+ */
+const MAX_PATTERN_FORM = 1024;
+/** Regular expressions are built from at most this many characters of source each. */
+const MAX_PATTERN_SOURCE = 16 * 1024;
 
 /**
  * The secrets currently in use (password, ApiKey, tokens, localization token). The logger scrubs
  * every one of them from each line, wherever it appears, so a secret cannot leak through an
- * error message, a header dump or a `%O` argument. Old tokens stay listed for a while after
- * rotation because they may still appear in late log lines.
+ * error message, a header dump or a `%O` argument. Each is scrubbed as written and in the forms a
+ * server or a log line may echo it in: JSON-escaped once and twice, and URL-encoded (with `%20`
+ * and with `+`). Old tokens stay listed for a while after rotation because they may still
+ * appear in late log lines. Nothing here can throw: a form too large for a pattern is scanned for.
  */
 export class SecretSet {
   /** Credentials: kept for the life of the process, never trimmed. */
   #permanent = new Set<string>();
   /** Tokens: many over a long run, so only the most recent ones are kept. */
   #rotating = new Set<string>();
-  #pattern: RegExp | undefined;
+  #scrubbers: Array<(text: string) => string> | undefined;
   readonly #maxRotating: number;
 
   constructor(maxRotating = 64) {
@@ -32,7 +42,7 @@ export class SecretSet {
     if (!value || value.length < MIN_SECRET_LENGTH || this.#permanent.has(value)) return;
     this.#rotating.delete(value);
     this.#permanent.add(value);
-    this.#pattern = undefined;
+    this.#scrubbers = undefined;
   }
 
   /**
@@ -47,26 +57,65 @@ export class SecretSet {
       const oldest = this.#rotating.values().next().value as string;
       this.#rotating.delete(oldest);
     }
-    this.#pattern = undefined;
+    this.#scrubbers = undefined;
   }
 
   has(value: string): boolean {
     return this.#permanent.has(value) || this.#rotating.has(value);
   }
 
-  /** Returns `text` with every known secret (and its JSON-escaped form) replaced. */
+  /** Returns `text` with every known secret, in each of its echoed forms, replaced. */
   redact(text: string): string {
     if (this.#permanent.size === 0 && this.#rotating.size === 0) return text;
-    this.#pattern ??= new RegExp(
-      [...this.#permanent, ...this.#rotating]
-        .flatMap((v) => [v, JSON.stringify(v).slice(1, -1)])
-        .sort((a, b) => b.length - a.length)
-        .map(escapeRegExp)
-        .join('|'),
-      'g',
-    );
-    return text.replace(this.#pattern, REDACTED);
+    this.#scrubbers ??= buildScrubbers([...this.#permanent, ...this.#rotating]);
+    let out = text;
+    for (const scrub of this.#scrubbers) out = scrub(out);
+    return out;
   }
+}
+
+/** A secret as written and as it comes back echoed: JSON-escaped once and twice, URL-encoded. */
+export function echoedForms(value: string): string[] {
+  const once = JSON.stringify(value).slice(1, -1);
+  const twice = JSON.stringify(once).slice(1, -1);
+  const url = encodeURIComponent(value);
+  return [value, once, twice, url, url.replace(/%20/g, '+')];
+}
+
+/**
+ * The scrubbers for `values`, longest form first so a secret containing another is replaced
+ * whole: short forms in a few bounded regular expressions, long ones by substring scan.
+ */
+function buildScrubbers(values: readonly string[]): Array<(text: string) => string> {
+  const forms = [...new Set(values.flatMap(echoedForms))].filter((f) => f.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+  const scrubbers: Array<(text: string) => string> = [];
+  const long = forms.filter((f) => f.length > MAX_PATTERN_FORM);
+  for (const form of long) scrubbers.push((text) => (text.includes(form) ? text.split(form).join(REDACTED) : text));
+  let chunk: string[] = [];
+  let size = 0;
+  const flush = () => {
+    if (chunk.length === 0) return;
+    const sources = chunk;
+    chunk = [];
+    size = 0;
+    let pattern: RegExp | undefined;
+    try {
+      pattern = new RegExp(sources.map(escapeRegExp).join('|'), 'g');
+    } catch {
+      // Not expected at these sizes; a scan is slower but never fails.
+    }
+    scrubbers.push(pattern
+      ? (text) => text.replace(pattern, REDACTED)
+      : (text) => sources.reduce((t, form) => (t.includes(form) ? t.split(form).join(REDACTED) : t), text));
+  };
+  for (const form of forms) {
+    if (form.length > MAX_PATTERN_FORM) continue;
+    if (size + form.length > MAX_PATTERN_SOURCE) flush();
+    chunk.push(form);
+    size += form.length + 1;
+  }
+  flush();
+  return scrubbers;
 }
 
 function escapeRegExp(s: string): string {

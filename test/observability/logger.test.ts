@@ -54,6 +54,25 @@ describe('createLogger', () => {
     assert.equal(isSensitiveKey('refresh_token'), true);
   });
 
+  it('never throws: a field that fails to serialise becomes a line saying one was lost, with nothing from it', () => {
+    const { logger, lines, secrets } = createCaptureLogger();
+    secrets.add(SECRET);
+    const hostile = { toJSON() { throw new Error(`cannot serialise ${SECRET}`); } };
+    assert.doesNotThrow(() => logger.error('about to fail', { hostile }));
+    const [line] = lines();
+    assert.equal(line!.message, 'a log line could not be written');
+    assert.equal(line!.level, 'error');
+    assert.ok(!JSON.stringify(line).includes(SECRET));
+  });
+
+  it('keeps logging once a secret too large for a regular expression is registered (an 8 KiB NUL password)', () => {
+    const { logger, lines, secrets } = createCaptureLogger();
+    secrets.add('\0'.repeat(8192));
+    secrets.add(SECRET);
+    assert.doesNotThrow(() => logger.warn(`echo ${SECRET}`));
+    assert.equal(lines()[0]!.message, 'echo [REDACTED]');
+  });
+
   it('does not mutate the caller\'s objects (docs/traps.md T27)', () => {
     const { logger, lines } = createCaptureLogger();
     const headers = { authorization: 'x', accept: 'json' };

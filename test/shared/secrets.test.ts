@@ -28,6 +28,35 @@ describe('SecretSet', () => {
     assert.equal(secrets.redact(JSON.stringify({ p: 'pa"ss\\word', q: 'abc' })), '{"p":"[REDACTED]","q":"abc"}');
   });
 
+  it('scrubs a secret echoed JSON-escaped twice and URL-encoded (with %20 and with +)', () => {
+    const secrets = new SecretSet();
+    const password = 'p"a\\ss w&rd+1';
+    secrets.add(password);
+    // A server's message echoing the request body, as it stands in a JSON log line: escaped twice.
+    const echoedTwice = JSON.stringify({ message: `bad body ${JSON.stringify({ password })}` });
+    assert.ok(!secrets.redact(echoedTwice).includes('w&rd'), secrets.redact(echoedTwice));
+    assert.equal(secrets.redact(`q=${encodeURIComponent(password)}`), 'q=[REDACTED]');
+    assert.equal(secrets.redact(`q=${new URLSearchParams({ p: password }).toString().slice(2)}`), 'q=[REDACTED]');
+  });
+
+  it('never throws and still scrubs with values too large for one regular expression (an 8 KiB NUL file, a 20 MB password)', () => {
+    // The old set built one pattern of every value: V8 refused it ("Regular expression too
+    // large") and the uncaught error printed the whole pattern, i.e. every secret (docs/traps.md T34).
+    const secrets = new SecretSet();
+    const nul = '\0'.repeat(8192);
+    const huge = `${'x'.repeat(20 * 1024 * 1024 - 4)}tail`;
+    const single = 'a'.repeat(40_000);
+    secrets.add('the-api-key-123');
+    secrets.add(nul);
+    secrets.add(huge);
+    secrets.add(single);
+    for (let i = 0; i < 64; i++) secrets.addToken(`token-number-${i}-${'t'.repeat(8000)}`);
+    assert.equal(secrets.redact('key the-api-key-123 end'), 'key [REDACTED] end');
+    assert.equal(secrets.redact(`a ${huge} b`), 'a [REDACTED] b');
+    assert.equal(secrets.redact(JSON.stringify({ v: nul })), '{"v":"[REDACTED]"}');
+    assert.equal(secrets.redact(`token-number-7-${'t'.repeat(8000)}`), '[REDACTED]');
+  });
+
   it('fingerprints are 8 hex digits of SHA-256', () => {
     assert.match(fingerprint('x'), /^[0-9a-f]{8}$/);
     assert.equal(fingerprint('x'), fingerprint('x'));
