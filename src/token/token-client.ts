@@ -5,6 +5,7 @@ import { Pool } from '../upstream/undici-core.js';
 import { UndiciExchange } from '../upstream/undici-exchange.js';
 import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
 import { apiUrl, GENTOKEN_PATH } from '../shared/api-paths.js';
+import { echoedForms } from '../shared/secrets.js';
 
 /** What a token is obtained with. `version` grows whenever a value changes (rotation). */
 export interface Credentials {
@@ -84,7 +85,7 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
           }, new UndiciExchange(deadline, resolve, reject));
         });
         if (res.status === 200) return parseAuthResult(await readBody(res));
-        if (res.status === 401) throw new TokenUnauthorizedError(scrub(serverMessage(await readBody(res)), c));
+        if (res.status === 401) throw new TokenUnauthorizedError(serverMessage(await readBody(res), c));
         res.body.destroy();
         if (res.status >= 300 && res.status < 400) {
           const location = redirectTarget(res.headers.location, url);
@@ -140,12 +141,16 @@ async function readBody(res: UpstreamResponse): Promise<string> {
   return body.toString('utf8');
 }
 
-/** The ErrorMessage `message` (ErrorMessage in config/b2b-auth.swagger.yaml), or a fixed text when the body is anything else. */
-function serverMessage(text: string): string {
+/**
+ * The ErrorMessage `message` (ErrorMessage in config/b2b-auth.swagger.yaml), or a fixed text when
+ * the body is anything else. Scrubbed of the credentials first, then cut: cut first, padding in
+ * front of an echoed request body would leave a prefix of the password (docs/traps.md T34).
+ */
+function serverMessage(text: string, c: Credentials): string {
   try {
     const body: unknown = JSON.parse(text);
     if (typeof body === 'object' && body !== null && typeof (body as { message?: unknown }).message === 'string') {
-      const message = (body as { message: string }).message.replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
+      const message = scrub((body as { message: string }).message, c).replace(/[\x00-\x1f\x7f]+/g, ' ').trim();
       if (message) return message.slice(0, MAX_SERVER_MESSAGE);
     }
   } catch {
@@ -166,10 +171,12 @@ function redirectTarget(header: string | string[] | undefined, base: URL): strin
   }
 }
 
-/** A server that echoes what it was sent must not get the credentials into our logs. */
+/** A server that echoes what it was sent must not get the credentials into our logs, in any echoed form. */
 function scrub(message: string, c: Credentials): string {
   let out = message;
-  for (const secret of [c.password, c.apiKey]) if (secret) out = out.split(secret).join('[REDACTED]');
+  for (const form of [c.password, c.apiKey].flatMap((secret) => (secret ? echoedForms(secret) : []))) {
+    out = out.split(form).join('[REDACTED]');
+  }
   return out;
 }
 

@@ -111,6 +111,19 @@ describe('token client', () => {
     assertNoSecret(error);
   });
 
+  it('scrubs a password echoed inside the request body the server quotes, escaped, where the 300-character cut falls inside it', async () => {
+    // A framework that echoes the rejected body: the password (with " and \\) JSON-escaped inside
+    // the message. Cut first, the padding left a prefix of the password in the log.
+    const echoed = `${'x'.repeat(270)} body was ${JSON.stringify({ password: creds.password })}`;
+    const { error } = await exchange({ status: 401, body: { message: echoed } });
+    assert.ok(error instanceof TokenUnauthorizedError);
+    assertNoSecret(error);
+    const escapedPrefix = JSON.stringify(creds.password).slice(1, 8);
+    assert.ok(!error.serverMessage.includes(escapedPrefix), error.serverMessage);
+    assert.ok(!error.serverMessage.includes(creds.password.slice(0, 7)), error.serverMessage);
+    assert.ok(error.serverMessage.length <= 300);
+  });
+
   it('reports a 500 as a request error', async () => {
     const { error } = await exchange({ status: 500, body: { message: 'boom' } });
     assert.ok(error instanceof TokenRequestError);
