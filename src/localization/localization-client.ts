@@ -53,7 +53,13 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
   }
   const root = options.baseUrl.replace(/\/+$/, '');
   // allowH2: false, see undici-engine.ts.
-  const agent = new Agent({ connect: options.ca ? { secureContext: trustContext(options.ca) } : {}, keepAliveTimeout: 4000, allowH2: false });
+  // Verification pinned on: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not send the
+  // localization token to a server whose certificate nobody trusts (docs/traps.md T10).
+  const agent = new Agent({
+    connect: { ...(options.ca ? { secureContext: trustContext(options.ca) } : {}), rejectUnauthorized: true },
+    keepAliveTimeout: 4000,
+    allowH2: false,
+  });
   const wallNow = options.wallNow ?? Date.now;
   let closed: Promise<void> | undefined;
 
