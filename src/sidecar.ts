@@ -117,14 +117,20 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
       replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
     });
-    const proxyListener = createListener(handler, config.proxy, logger);
+    const proxyListener = createListener(handler, config.proxy, logger, { onRefused: (reason) => metrics.connectionRefused('proxy', reason) });
     listener = proxyListener;
     const adminGuard = compileIpGuard(config.admin.allow);
+    const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
     const admin = createListener(createAdminHandler({
       registry, health, logger,
-      allow: (peer) => adminGuard.allows(adminGuard.clientAddress(peer, undefined)),
+      allow: adminAllows,
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
-    }), ADMIN_LIMITS, logger);
+    }), { ...ADMIN_LIMITS, maxConnectionsPerSource: config.admin.maxConnectionsPerSource }, logger, {
+      // Judged as the connection opens: idle connections from a refused source must not fill the
+      // listener's 64 and take /healthz (and the liveness probe) down.
+      admit: adminAllows,
+      onRefused: (reason) => metrics.connectionRefused('admin', reason),
+    });
     // Each registered before it binds: a stop() racing the bind still closes it.
     const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
     const port = await group.started(listenOn(proxyListener, 'proxy', config.listen), () => proxyListener.close(0));

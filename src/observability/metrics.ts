@@ -14,6 +14,10 @@ export type CaptureDropReason = 'request_limit' | 'global_limit';
 
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';
+/** The two listeners (`connections_refused_total{listener}`). */
+export type ListenerName = 'proxy' | 'admin';
+/** Why a connection was refused as it opened (see proxy/listener.ts). */
+export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit';
 /** Configured route names; the only values the `route` label can take (never a raw path). */
 export type RouteName = 'service' | 'localization';
 
@@ -39,6 +43,8 @@ export interface Metrics {
    * alerts can tell the sidecar's own 502/503/504 from the service's.
    */
   localResponse(route: RouteName, code: number): void;
+  /** A connection refused as it opened: a source outside admin.allow, or over its per-source limit. */
+  connectionRefused(listener: ListenerName, reason: ConnectionRefusalReason): void;
 }
 
 /** State read at scrape time besides the token's. */
@@ -52,6 +58,8 @@ const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'e
 const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
 const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
 const ROUTES: readonly RouteName[] = ['service', 'localization'];
+const LISTENERS: readonly ListenerName[] = ['proxy', 'admin'];
+const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit'];
 /**
  * The values the `route` and `method` labels can take, for the README metrics table
  * (observability/metrics-table.ts); the recording below normalises every request to one of them.
@@ -153,6 +161,11 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     labelNames: ['reason'] as const, registers,
   });
   for (const reason of DROP_REASONS) replayDropped.labels(reason).inc(0);
+  const refused = new Counter({
+    name: `${PREFIX}connections_refused_total`, help: 'Connections closed as they opened, before any request: a source outside admin.allow (not_allowed) or over maxConnectionsPerSource (per_source_limit), by listener.',
+    labelNames: ['listener', 'reason'] as const, registers,
+  });
+  for (const listener of LISTENERS) for (const reason of REFUSALS) refused.labels(listener, reason).inc(0);
   new Gauge({
     name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,
     collect() { this.set(scrape.replayHeldBytes()); },
@@ -169,6 +182,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     requestEnded: () => inflight.dec(),
     upstreamRetried: (reason) => retries.labels(reason).inc(),
     replayCaptureDropped: (reason) => replayDropped.labels(reason).inc(),
+    connectionRefused: (listener, reason) => refused.labels(listener, reason).inc(),
     localResponse(route, code) {
       // Off the hot path (error answers only): a label lookup per call is fine.
       localResponses.labels(route === 'localization' ? 'localization' : 'service', String(statusLabel(code))).inc();

@@ -12,7 +12,23 @@ export interface ListenerLimits {
   headersTimeoutMs: number;
   maxHeaderBytes: number;
   maxConnections: number;
+  /** Most simultaneous connections from one source address; undefined = only `maxConnections`. */
+  maxConnectionsPerSource?: number;
 }
+
+/** Why a connection was refused before any request was read. */
+export type ConnectionRefusal = 'not_allowed' | 'per_source_limit';
+
+/** Decisions taken when a connection opens, before Node's parser sees a byte. */
+export interface ConnectionPolicy {
+  /** False refuses the connection (the admin listener's `admin.allow`). */
+  admit?: (peer: string | undefined) => boolean;
+  /** Counts each refused connection (a metric). */
+  onRefused?: (reason: ConnectionRefusal) => void;
+}
+
+/** A refused connection gets its answer and is closed within this, whatever the client does. */
+const REFUSED_LINGER_MS = 1000;
 
 /** A plain-HTTP listener with deliberate limits and a graceful drain. */
 export interface Listener {
@@ -23,7 +39,7 @@ export interface Listener {
   readonly inflight: number;
 }
 
-const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented' };
+const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 503: 'Service Unavailable' };
 
 /**
  * Wraps a request handler in an `http` server hardened against slow and malformed clients
@@ -37,6 +53,7 @@ export function createListener(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   limits: ListenerLimits,
   logger: Logger,
+  policy: ConnectionPolicy = {},
 ): Listener {
   let inflight = 0;
   let closing = false;
@@ -80,6 +97,7 @@ export function createListener(
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
+  guardConnections(server, limits.maxConnectionsPerSource, policy, logger);
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
   server.on('upgrade', (req: IncomingMessage, socket: Socket, bodyHead: Buffer) => {
     if (!offersOnlyH2c(req.headers.upgrade)) {
@@ -126,6 +144,57 @@ export function createListener(
       await closed;
     },
   };
+}
+
+/**
+ * Judges each connection as it opens, before Node's HTTP parser is attached: a source the policy
+ * refuses, or one already holding `perSource` connections, gets a JSON answer and is closed within
+ * a second. Judged later (after a request head), idle connections from a refused address could
+ * fill `maxConnections` and take the listener from everyone (the admin listener's /healthz among
+ * them, and with it the liveness probe).
+ */
+function guardConnections(server: Server, perSource: number | undefined, policy: ConnectionPolicy, logger: Logger): void {
+  if (!policy.admit && perSource === undefined) return;
+  const open = new Map<string, number>();
+  // http.Server attaches its parser in its own 'connection' listener; run it only for admitted sockets.
+  const attach = server.listeners('connection') as Array<(socket: Socket) => void>;
+  server.removeAllListeners('connection');
+  // A socket re-fed after an ignored h2c offer (h2c-upgrade.ts) arrives here a second time: judged once.
+  const judged = new WeakSet<Socket>();
+  server.on('connection', (socket: Socket) => {
+    if (judged.has(socket)) {
+      for (const listener of attach) listener.call(server, socket);
+      return;
+    }
+    judged.add(socket);
+    const peer = socket.remoteAddress;
+    if (policy.admit && !policy.admit(peer)) return refuseConnection(socket, 'not_allowed', 403, 'forbidden');
+    if (perSource !== undefined) {
+      const key = peer ?? '';
+      const count = (open.get(key) ?? 0) + 1;
+      if (count > perSource) {
+        logger.debug('connection refused: per-source limit reached', { source: peer, limit: perSource });
+        return refuseConnection(socket, 'per_source_limit', 503, 'too many connections from this address');
+      }
+      open.set(key, count);
+      socket.once('close', () => {
+        const left = (open.get(key) ?? 1) - 1;
+        if (left > 0) open.set(key, left);
+        else open.delete(key);
+      });
+    }
+    for (const listener of attach) listener.call(server, socket);
+  });
+
+  function refuseConnection(socket: Socket, reason: ConnectionRefusal, status: number, message: string): void {
+    policy.onRefused?.(reason);
+    socket.on('error', () => undefined);
+    socket.resume(); // read and drop whatever the client sends, so it sees our answer, not a reset
+    const timer = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+    timer.unref();
+    socket.once('close', () => clearTimeout(timer));
+    rawAnswer(socket, status, message);
+  }
 }
 
 /**
