@@ -122,7 +122,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const adminGuard = compileIpGuard(config.admin.allow);
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
     const admin = createListener(createAdminHandler({
-      registry, health, logger,
+      registry, health, logger, now: () => clock.now(),
       allow: adminAllows,
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
     }), { ...ADMIN_LIMITS, maxConnectionsPerSource: config.admin.maxConnectionsPerSource }, logger, {

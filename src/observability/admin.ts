@@ -13,7 +13,15 @@ export interface AdminOptions {
   /** When given, `POST /shutdown` starts the graceful drain (`admin.allowShutdown`); otherwise it is 404. */
   onShutdown?: () => void;
   logger: Logger;
+  /** Monotonic milliseconds, for the scrape cache; `performance.now` when absent. */
+  now?: () => number;
 }
+
+/**
+ * A rendering of /metrics serves every scrape for this long. Rendering shares the event loop with
+ * the proxy: 30 concurrent scrapers cut proxied throughput from about 5,200 to 51 requests/s.
+ */
+export const SCRAPE_CACHE_MS = 1000;
 
 type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
@@ -27,7 +35,20 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>
  * express 5 bundled is 0.84 MB of code that cost ~60 ms of start-up (one core) and ~11 MB of
  * resident memory, against the start-up and idle-memory targets (bench/results/findings.md).
  */
-export function createAdminHandler({ registry, health, allow, onShutdown, logger }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createAdminHandler({ registry, health, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  let rendered: { at: number; body: Promise<string> } | undefined;
+  /** One rendering at a time, reused for SCRAPE_CACHE_MS; a failed one is not kept. */
+  const render = (): Promise<string> => {
+    const at = now();
+    if (rendered && at - rendered.at < SCRAPE_CACHE_MS) return rendered.body;
+    const body = registry.metrics();
+    const entry = { at, body };
+    rendered = entry;
+    body.catch(() => {
+      if (rendered === entry) rendered = undefined;
+    });
+    return body;
+  };
   const routes = new Map<string, Map<string, Route>>([
     ['/healthz', new Map([['GET', (_req, res) => sendJsonBody(res, 200, { status: 'ok' })]])],
     ['/readyz', new Map([['GET', (_req, res) => {
@@ -37,7 +58,7 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
     }]])],
     ['/metrics', new Map([['GET', async (_req, res) => {
       // registry.metrics() is async (docs/traps.md T26); a rejection becomes the generic 500 below.
-      const body = await registry.metrics();
+      const body = await render();
       sendText(res, 200, registry.contentType, body);
     }]])],
   ]);

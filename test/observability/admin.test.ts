@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { Gauge } from 'prom-client';
 import request from 'supertest';
-import { createAdminHandler, type AdminOptions } from '../../src/observability/admin.js';
+import { createAdminHandler, SCRAPE_CACHE_MS, type AdminOptions } from '../../src/observability/admin.js';
 import { compileIpGuard } from '../../src/shared/ip-guard.js';
 import { createMetrics, createRegistry } from '../../src/observability/metrics.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
@@ -134,6 +134,38 @@ describe('admin handler', () => {
     assert.doesNotMatch(res.text, /xyz|\bat\b/);
     const logged = capture.lines().find((l) => l.message === 'admin request failed') as Record<string, any>;
     assert.match(logged.err.stack, /internal detail xyz/);
+  });
+
+  it('renders /metrics once for any number of concurrent scrapes, and again only after SCRAPE_CACHE_MS', async () => {
+    // 30 concurrent scrapers each rendering the registry cut proxied throughput ~100-fold.
+    let now = 0;
+    const { http, registry } = await start({ now: () => now });
+    let renders = 0;
+    const metrics = registry.metrics.bind(registry);
+    registry.metrics = () => {
+      renders++;
+      return metrics();
+    };
+    const answers = await Promise.all(Array.from({ length: 30 }, () => http.get('/metrics')));
+    assert.ok(answers.every((a) => a.status === 200 && /b2b_sidecar_token_valid 1/.test(a.text)));
+    assert.equal(answers[0]!.headers['content-type'], registry.contentType);
+    assert.equal(renders, 1);
+    now += SCRAPE_CACHE_MS - 1;
+    await http.get('/metrics').expect(200);
+    assert.equal(renders, 1, 'served from the same rendering');
+    now += 1;
+    await http.get('/metrics').expect(200);
+    assert.equal(renders, 2);
+  });
+
+  it('does not keep a failed rendering: the next scrape renders again', async () => {
+    const { http, registry } = await start({ now: () => 0 });
+    let fail = true;
+    const metrics = registry.metrics.bind(registry);
+    registry.metrics = () => (fail ? Promise.reject(new Error('collect failed')) : metrics());
+    await http.get('/metrics').expect(500);
+    fail = false;
+    await http.get('/metrics').expect(200);
   });
 
   it('turns a failing scrape into a generic 500 (docs/traps.md T26)', async () => {

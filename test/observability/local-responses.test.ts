@@ -1,9 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { SCRAPE_CACHE_MS } from '../../src/observability/admin.js';
+import { FakeClock } from '../helpers/fake-clock.js';
 import { send, startSidecar, startSimulator, waitReady } from '../helpers/stack.js';
 
-/** One sample of the sidecar's own /metrics, as Prometheus scrapes it. */
+/** The sidecar's clock: /metrics serves one rendering for SCRAPE_CACHE_MS, so each sample moves past it. */
+const clock = new FakeClock();
+
+/** One sample of the sidecar's own /metrics, as Prometheus scrapes it (a fresh rendering each time). */
 async function sample(adminPort: number, name: string, labels: string): Promise<number> {
+  clock.advance(SCRAPE_CACHE_MS);
   const text = (await send(adminPort, { path: '/metrics' })).body.toString();
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && labels.split(',').every((kv) => l.includes(kv)));
   return line ? Number(line.split(' ').at(-1)) : 0;
@@ -16,7 +22,7 @@ async function sample(adminPort: number, name: string, labels: string): Promise<
 describe('local responses metric', () => {
   it('counts a 502 the sidecar answers when the service is unreachable, not a 502 passed through from the service', async () => {
     const sim = await startSimulator();
-    const s = await startSidecar({ baseUrl: sim.baseUrl });
+    const s = await startSidecar({ baseUrl: sim.baseUrl, clock });
     try {
       await waitReady(s);
       const passed = await send(s.port, { path: '/pub/b2b/v1/status/502' });
@@ -38,7 +44,7 @@ describe('local responses metric', () => {
 
   it('counts the TRACE 501 as a local answer', async () => {
     const sim = await startSimulator();
-    const s = await startSidecar({ baseUrl: sim.baseUrl });
+    const s = await startSidecar({ baseUrl: sim.baseUrl, clock });
     try {
       assert.equal((await send(s.port, { method: 'TRACE', path: '/pub/b2b/v1/echo' })).status, 501);
       assert.equal(await sample(s.adminPort, 'b2b_sidecar_local_responses_total', 'code="501"'), 1);
