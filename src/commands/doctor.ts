@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema.js';
 import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
-import { discoverAttach } from '../doctor/attach-discovery.js';
+import { confirmConfigured, DEFAULT_DISCOVERY_RATE, discoverAttach, parseTry } from '../doctor/attach-discovery.js';
+import type { Attachment } from '../config/schema.js';
 import { checkConnection } from '../doctor/connect-check.js';
 import { formatSteps, type DoctorStep } from '../doctor/doctor-report.js';
 import { checkGentoken } from '../doctor/gentoken-check.js';
@@ -25,21 +26,35 @@ export interface DoctorArgs {
   probe?: string;
   /** Try the common token presentations on the probe path (needs `probe`). */
   discoverAttach?: boolean;
+  /** `--try KIND:NAME:VALUE` guesses to test on the probe path instead of the standard list (needs `probe`). */
+  try?: string[];
+  /** Discovery requests per second (default {@link DEFAULT_DISCOVERY_RATE}). */
+  discoveryRate?: number;
+  /** Waits between discovery requests; tests pass one that does not sleep. */
+  sleep?: (ms: number) => Promise<void>;
 }
 
 /** Origin-form, under baseUrl: no scheme or authority (`//host`), no fragment, nothing invisible. */
 const PROBE_PATH = /^\/(?!\/)[\x21-\x7e]*$/;
 
 /**
- * `doctor --config FILE [--json] [--probe PATH] [--discover-attach]`: the first-run diagnosis.
- * Steps in order, stopping at the first failure (except that a probe refused with 401/403 still
- * runs the discovery asked for): config, connect (DNS, TCP, TLS chain and name), gentoken, probe,
- * discover-attach. Prints no password, ApiKey or token: every line goes through the secret set.
- * Exit codes: 0 every step passed, 1 a step failed, 2 invalid configuration or options.
+ * `doctor --config FILE [--json] [--probe PATH] [--discover-attach] [--try SPEC]…`: the first-run
+ * diagnosis. Steps in order, stopping at the first failure (except that a probe the service
+ * refuses still runs the discovery asked for): config, connect (DNS, TCP, TLS chain and name),
+ * gentoken, probe, discover-attach. Prints no password, ApiKey or token: every line goes through
+ * the secret set, before anything is cut.
+ * Exit codes: 0 every step passed, or discovery's verdict is `configured` or `found`; 1 a step
+ * failed (or discovery found `none`, `ambiguous`, `cannot-tell`); 2 invalid configuration or options.
  */
 export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<number> {
-  if (args.discoverAttach && args.probe === undefined) {
-    io.stderr.write('doctor: --discover-attach needs --probe PATH (a harmless GET the service knows)\n');
+  if ((args.discoverAttach || args.try?.length) && args.probe === undefined) {
+    io.stderr.write(`doctor: ${args.discoverAttach ? '--discover-attach' : '--try'} needs --probe PATH (a harmless GET the service knows)\n`);
+    return EXIT_USAGE;
+  }
+  const guesses = (args.try ?? []).map(parseTry);
+  const badGuess = guesses.find((g): g is string => typeof g === 'string');
+  if (badGuess) {
+    io.stderr.write(`doctor: --try ${badGuess}\n`);
     return EXIT_USAGE;
   }
   if (args.probe !== undefined && !PROBE_PATH.test(args.probe)) {
@@ -50,7 +65,7 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   const steps: DoctorStep[] = [];
   const finish = (code?: number): number => {
     io.stdout.write(secrets.redact(args.json ? `${JSON.stringify(steps, null, 2)}\n` : formatSteps(steps)));
-    return code ?? (steps.every((s) => s.ok) ? EXIT_OK : EXIT_FAILURE);
+    return code ?? exitCode(steps);
   };
 
   const loaded = await loadEverything(args.config, io, secrets);
@@ -58,7 +73,7 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   if (!('config' in loaded)) return finish(loaded.code);
   const { config, store } = loaded;
   try {
-    await diagnose(config, store, args, steps, secrets);
+    await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, steps, secrets);
     return finish();
   } finally {
     store.close();
@@ -85,8 +100,18 @@ async function loadEverything(path: string | undefined, io: CommandIo, secrets: 
   }
 }
 
+/**
+ * 0 when every step passed, or when discovery's verdict is `configured` or `found` (the failed
+ * probe is then what the found block fixes); else 1.
+ */
+function exitCode(steps: readonly DoctorStep[]): number {
+  const discovery = steps.find((s) => s.step === 'discover-attach');
+  if (discovery) return discovery.result === 'configured' || discovery.result === 'found' ? EXIT_OK : EXIT_FAILURE;
+  return steps.every((s) => s.ok) ? EXIT_OK : EXIT_FAILURE;
+}
+
 /** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
-async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs, steps: DoctorStep[], secrets: SecretSet): Promise<void> {
+async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, steps: DoctorStep[], secrets: SecretSet): Promise<void> {
   const url = new URL(config.service.baseUrl);
   let ca: TrustedCas | undefined;
   try {
@@ -115,11 +140,16 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
       path: args.probe,
       base: `${url.origin}${basePathOf(url)}`,
       vars: { token: gentoken.result.token, apiKey: credentials.apiKey, rkObjectId: credentials.rkObjectId },
+      redact: (text) => secrets.redact(text),
     };
-    const probe = await checkProbe(target, config.token.attach, args.discoverAttach === true);
+    const discovering = args.discoverAttach === true || args.guesses.length > 0;
+    const { answer: _answer, ...probe } = await checkProbe(target, config.token.attach, discovering);
     steps.push(probe);
-    const refused = probe.status === 401 || probe.status === 403;
-    if (args.discoverAttach && (probe.ok || refused)) steps.push(await discoverAttach(target));
+    if (!discovering || probe.status === undefined) return;
+    const options = { rate: args.discoveryRate ?? DEFAULT_DISCOVERY_RATE, ...(args.sleep ? { sleep: args.sleep } : {}) };
+    if (args.guesses.length > 0) steps.push(await discoverAttach(target, { ...options, guesses: args.guesses }));
+    else if (probe.ok) steps.push(await confirmConfigured(target));
+    else if (probe.status < 500) steps.push(await discoverAttach(target, options));
   } finally {
     await engine.close();
   }

@@ -1,64 +1,268 @@
 import { stringify } from 'yaml';
 import type { Attachment } from '../config/schema.js';
-import type { DoctorStep } from './doctor-report.js';
-import { probeWith, type ProbeTarget } from './probe-check.js';
+import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
+import { probeWith, type ProbeAnswer, type ProbeTarget } from './probe-check.js';
+import { formatChallenge, parseChallenges, type Challenge } from './www-authenticate.js';
 
 /**
- * Token presentations worth trying: the API description does not say how the token travels
- * (config/b2b-auth.swagger.yaml documents only the ApiKey header), and these are the common ones. Each is tried with the ApiKey header first (the
- * description's security scheme applies to every operation) and then without.
+ * How the token might travel. The API description documents only the ApiKey header, so these
+ * are the presentations common server stacks use: `Authorization` with the schemes of RFC 6750
+ * (Bearer) and Django REST framework (Token) or none, the header names API gateways and
+ * frameworks use, RFC 6750 §2.3's `access_token` query parameter and its neighbours, and cookies.
  */
-export const PRESENTATIONS: ReadonlyArray<{ label: string; attach: Attachment }> = [
-  { label: 'Authorization: Bearer {token}', attach: { in: 'header', name: 'Authorization', value: 'Bearer {token}' } },
-  { label: 'Authorization: {token}', attach: { in: 'header', name: 'Authorization', value: '{token}' } },
-  { label: 'AuthToken: {token}', attach: { in: 'header', name: 'AuthToken', value: '{token}' } },
-  { label: 'Token: {token}', attach: { in: 'header', name: 'Token', value: '{token}' } },
-  { label: 'X-Auth-Token: {token}', attach: { in: 'header', name: 'X-Auth-Token', value: '{token}' } },
-  { label: '?token={token}', attach: { in: 'query', name: 'token', value: '{token}' } },
+export const STANDARD_PRESENTATIONS: readonly Attachment[] = [
+  { in: 'header', name: 'Authorization', value: 'Bearer {token}' },
+  { in: 'header', name: 'Authorization', value: 'Token {token}' },
+  { in: 'header', name: 'Authorization', value: '{token}' },
+  ...['AuthToken', 'Token', 'X-Auth-Token', 'X-Access-Token', 'X-API-Token', 'X-Token', 'Access-Token']
+    .map((name) => ({ in: 'header' as const, name, value: '{token}' })),
+  ...['token', 'access_token', 'auth_token'].map((name) => ({ in: 'query' as const, name, value: '{token}' })),
+  ...['token', 'AuthToken', 'access_token'].map((name) => ({ in: 'cookie' as const, name, value: '{token}' })),
 ];
-const API_KEY: Attachment = { in: 'header', name: 'ApiKey', value: '{apiKey}' };
+export const API_KEY: Attachment = { in: 'header', name: 'ApiKey', value: '{apiKey}' };
+const RK_OBJECT_ID: Attachment = { in: 'header', name: 'rkObjectId', value: '{rkObjectId}' };
 
-/** Every candidate `token.attach` list, in the order tried: 12 requests at most. */
-export function discoveryCandidates(): Array<{ label: string; attach: Attachment[] }> {
-  return PRESENTATIONS.flatMap((p) => [
-    { label: `${p.label} + ApiKey`, attach: [p.attach, API_KEY] },
-    { label: `${p.label} without ApiKey`, attach: [p.attach] },
-  ]);
+/** Discovery stops here whatever is left: it must stay a polite visitor. */
+export const MAX_DISCOVERY_REQUESTS = 60;
+/** Default pace: a few requests per second. */
+export const DEFAULT_DISCOVERY_RATE = 4;
+
+/** `Authorization: Bearer {token}`, `?access_token={token}`, `Cookie token={token}`. */
+export function presentationLabel(a: Attachment): string {
+  switch (a.in) {
+    case 'header': return `${a.name}: ${a.value}`;
+    case 'query': return `?${a.name}=${a.value}`;
+    case 'cookie': return `Cookie ${a.name}=${a.value}`;
+  }
 }
 
 /**
- * Step 5: tries each candidate on the probe path, one after another (GET only, redirects never
- * followed). Accepted means any status but 401/403. The first accepted candidate becomes the
- * `token.attach` block to paste.
+ * Parses a `--try` guess: `header:NAME:VALUE`, `query:NAME:VALUE` or `cookie:NAME:VALUE`, where
+ * VALUE is a template carrying `{token}` (it may contain further colons). A string is a problem.
  */
-export async function discoverAttach(target: ProbeTarget): Promise<DoctorStep> {
+export function parseTry(spec: string): Attachment | string {
+  const m = /^(header|query|cookie):([^:]+):(.+)$/.exec(spec);
+  if (!m) return `"${spec}" is not KIND:NAME:VALUE (KIND header, query or cookie), e.g. header:X-Access-Token:{token}`;
+  const [, kind, name, value] = m as unknown as [string, 'header' | 'query' | 'cookie', string, string];
+  if (!value.includes('{token}')) return `"${spec}": the value must carry {token}`;
+  return { in: kind, name: name.trim(), value } as Attachment;
+}
+
+/** What the service said without a token: the evidence every candidate is judged against. */
+interface Baseline {
+  none: ProbeAnswer;
+  unknownToken: ProbeAnswer;
+}
+
+/** Options of {@link discoverAttach}. */
+export interface DiscoveryOptions {
+  /** `--try` guesses: tried instead of the standard list, all of them (so ambiguity shows). */
+  guesses?: readonly Attachment[];
+  /** Requests per second (pacing); Infinity or 0 = no pause. */
+  rate: number;
+  /** Waits between requests; injected by tests. */
+  sleep?: (ms: number) => Promise<void>;
+  maxRequests?: number;
+}
+
+/**
+ * Step 5: finds how the service wants the token, by evidence. First a baseline (the probe path
+ * with no token, and with the ApiKey and a well-formed token the service never issued); a path
+ * that answers either with 2xx needs no token, and nothing can be concluded there. Then each
+ * candidate, pointed-at ones first (the `WWW-Authenticate` scheme, a header the error body names):
+ * a presentation is established only when the real token gets a 2xx where the baseline did not,
+ * **and** the same presentation with an unknown token does not (a service that lets any value
+ * through is not checking that header). GET only, redirects never followed, paced, at most
+ * {@link MAX_DISCOVERY_REQUESTS} requests; the password is never sent.
+ */
+export async function discoverAttach(target: ProbeTarget, options: DiscoveryOptions): Promise<DoctorStep> {
   const url = `${target.base}${target.path}`;
-  const candidates = discoveryCandidates();
-  const accepted: Array<{ label: string; attach: Attachment[]; status: number }> = [];
-  const failures: string[] = [];
-  for (const c of candidates) {
+  const max = options.maxRequests ?? MAX_DISCOVERY_REQUESTS;
+  const pauseMs = options.rate > 0 && Number.isFinite(options.rate) ? 1000 / options.rate : 0;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const tried: TriedPresentation[] = [];
+  let sent = 0;
+  const fake = { ...target, vars: { ...target.vars, token: unknownToken(target.vars.token) } };
+  const probe = async (t: ProbeTarget, attach: readonly Attachment[]): Promise<ProbeAnswer | string> => {
+    if (sent > 0 && pauseMs > 0) await sleep(pauseMs);
+    sent++;
     try {
-      const { status } = await probeWith(target, c.attach);
-      if (status !== 401 && status !== 403) accepted.push({ ...c, status });
+      return await probeWith(t, attach);
     } catch (err) {
-      failures.push(`${c.label}: ${(err as { code?: string }).code ?? (err as Error).message}`);
+      return (err as { code?: string }).code ?? (err as Error).message;
+    }
+  };
+  const step = (result: DiscoveryResult, ok: boolean, detail: string, extra: Partial<DoctorStep> = {}): DoctorStep => ({
+    step: 'discover-attach', ok, url, result, detail: `${detail} (${sent} requests)`, tried, accepted: [], ...extra,
+  });
+
+  const none = await probe(target, []);
+  const unknown = await probe(fake, [{ in: 'header', name: 'Authorization', value: 'Bearer {token}' }, API_KEY]);
+  if (typeof none === 'string' || typeof unknown === 'string') {
+    return step('none', false, `GET ${url} without a token failed without an answer (${typeof none === 'string' ? none : unknown})`, { hint: 'the service did not answer; retry, or check service.timeoutMs' });
+  }
+  const baseline: Baseline = { none, unknownToken: unknown };
+  const baselineInfo = describeBaseline(baseline);
+  if (isSuccess(none.status) || isSuccess(unknown.status)) {
+    return step('cannot-tell', false, `GET ${url} answers ${isSuccess(none.status) ? none.status : unknown.status} without a valid token: this path needs no token, so nothing can be concluded`, {
+      hint: 'choose a --probe path that needs the token (one the service refuses without it)', baseline: baselineInfo,
+    });
+  }
+
+  const challenges = [...parseChallenges(none.challenge), ...parseChallenges(unknown.challenge)];
+  const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
+  const extras = asksForObject ? [RK_OBJECT_ID] : [];
+  const guessing = options.guesses !== undefined && options.guesses.length > 0;
+  const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
+  const established: Array<{ attach: Attachment[]; label: string }> = [];
+
+  /** Tries one presentation with or without the ApiKey; true when established. */
+  const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
+    if (sent + 2 > max) return undefined;
+    const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
+    const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;
+    const answer = await probe(target, attach);
+    if (typeof answer === 'string') {
+      tried.push({ label, error: answer });
+      return false;
+    }
+    const entry: TriedPresentation = { label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) };
+    tried.push(entry);
+    if (!isSuccess(answer.status)) return false;
+    // The real token passed: the same presentation with a token never issued must not.
+    const decoy = await probe(fake, attach);
+    if (typeof decoy !== 'string' && isSuccess(decoy.status)) {
+      entry.note = `an unknown token is accepted too (${decoy.status}): not evidence`;
+      return false;
+    }
+    entry.established = true;
+    return true;
+  };
+
+  for (const p of candidates) {
+    const withKey = await judge(p, true);
+    if (withKey === undefined) break;
+    if (!withKey) continue;
+    // Tried without the ApiKey too, so the report says whether this path needs it; the block keeps
+    // it either way, as the API description asks for it on every operation.
+    await judge(p, false);
+    established.push({ attach: [p, API_KEY, ...extras], label: presentationLabel(p) });
+    if (!guessing) break;
+  }
+  if (established.length === 0) {
+    // Some services refuse a request carrying a header they do not expect: once more without the ApiKey.
+    for (const p of candidates) {
+      const ok = await judge(p, false);
+      if (ok === undefined) break;
+      if (ok) {
+        established.push({ attach: [p, ...extras], label: presentationLabel(p) });
+        if (!guessing) break;
+      }
     }
   }
-  const tried = `GET ${url} with ${candidates.length} presentations`;
-  const failed = failures.length ? `; ${failures.length} failed without an answer (${failures[0]})` : '';
-  if (accepted.length === 0) {
+
+  const what = guessing ? `${candidates.length} guess${candidates.length === 1 ? '' : 'es'}` : `${tried.length} presentations`;
+  if (established.length === 1) {
+    const attach = established[0]!.attach;
+    return step('found', true, `GET ${url}: ${established[0]!.label} is accepted where the baseline got ${baseline.none.status}/${baseline.unknownToken.status}; tried ${what}`, {
+      accepted: [established[0]!.label], attach, attachYaml: stringify({ token: { attach } }), baseline: baselineInfo,
+    });
+  }
+  if (established.length > 1) {
+    return step('ambiguous', false, `GET ${url}: several presentations are accepted: ${established.map((e) => e.label).join('; ')}`, {
+      accepted: established.map((e) => e.label), baseline: baselineInfo,
+      hint: 'keep the one the vendor documents; ask the support team which one they support',
+    });
+  }
+  const budget = sent + 2 > max ? ` and stopped at the budget of ${max} requests` : '';
+  return step('none', false, `GET ${url}: tried ${what}${budget}; none is accepted. Without a token the service answers ${summarize(baseline.none)}`, {
+    baseline: baselineInfo,
+    hint: guessing
+      ? 'none of the guesses works: run --discover-attach without --try, or ask the support team'
+      : 'the service wants the token some other way: send the support team the baseline above (status, WWW-Authenticate, body) and ask how the AuthToken is presented; then test their answer with --try',
+  });
+}
+
+/** Presentations the baseline points at first (challenged scheme, a header the body names), then the standard list. */
+export function orderCandidates(challenges: readonly Challenge[], answers: readonly ProbeAnswer[]): Attachment[] {
+  const pointed: Attachment[] = [];
+  for (const c of challenges) {
+    const scheme = c.scheme.toLowerCase();
+    // Basic carries a user and password: never a place for the token (nor for the password).
+    if (scheme === 'basic' || scheme === 'digest' || scheme === 'negotiate') continue;
+    pointed.push({ in: 'header', name: 'Authorization', value: `${scheme === 'bearer' ? 'Bearer' : c.scheme} {token}` });
+  }
+  for (const a of answers) {
+    for (const name of headersNamedIn(`${a.message ?? ''} ${a.excerpt ?? ''}`)) pointed.push({ in: 'header', name, value: '{token}' });
+    if (/access_token/.test(a.excerpt ?? '')) pointed.push({ in: 'query', name: 'access_token', value: '{token}' });
+  }
+  const seen = new Set<string>();
+  return [...pointed, ...STANDARD_PRESENTATIONS].filter((p) => {
+    const key = `${p.in}:${p.name.toLowerCase()}:${p.value}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/**
+ * Header names an error body points at: quoted next to the word "header" (Spring: `Required
+ * request header 'X-Access-Token' for method parameter type String is not present`), or an
+ * `X-…` name anywhere. The ApiKey header is not a place for the token.
+ */
+export function headersNamedIn(text: string): string[] {
+  const names = new Set<string>();
+  for (const m of text.matchAll(/header\s*['"`‘’“”]([A-Za-z][\w-]*)['"`‘’“”]|['"`‘’“”]([A-Za-z][\w-]*)['"`‘’“”]\s*header/gi)) names.add((m[1] ?? m[2])!);
+  for (const m of text.matchAll(/\b(X-[A-Za-z0-9][\w-]*)/g)) names.add(m[1]!);
+  return [...names].filter((n) => n.toLowerCase() !== 'apikey' && n.toLowerCase() !== 'x-api-key');
+}
+
+/** A token of the same shape the service never issued: each letter and digit moved on by one. */
+export function unknownToken(token: string): string {
+  return token.replace(/[A-Za-z0-9]/g, (c) => (c === 'z' ? 'a' : c === 'Z' ? 'A' : c === '9' ? '0' : String.fromCharCode(c.charCodeAt(0) + 1)));
+}
+
+function isSuccess(status: number): boolean {
+  return status >= 200 && status < 300;
+}
+
+function summarize(a: ProbeAnswer): string {
+  const challenge = a.challenge ? `, WWW-Authenticate: ${parseChallenges(a.challenge).map(formatChallenge).join(', ') || a.challenge}` : ', no WWW-Authenticate';
+  const body = a.message ?? a.excerpt;
+  return `${a.status}${a.location ? ` (redirect to ${a.location})` : ''}${challenge}${body ? `, body: ${body}` : ''}`;
+}
+
+function describeBaseline(b: Baseline): NonNullable<DoctorStep['baseline']> {
+  const info = (a: ProbeAnswer) => ({
+    status: a.status,
+    ...(a.challenge ? { challenge: a.challenge } : {}),
+    ...(a.message ?? a.excerpt ? { excerpt: a.message ?? a.excerpt } : {}),
+    ...(a.location ? { location: a.location } : {}),
+  });
+  return { withoutToken: info(b.none), withUnknownToken: info(b.unknownToken) };
+}
+
+/**
+ * The probe passed with the configured `token.attach`: is that evidence? Only if the path refuses
+ * a request without a token. One request.
+ */
+export async function confirmConfigured(target: ProbeTarget): Promise<DoctorStep> {
+  const url = `${target.base}${target.path}`;
+  let none: ProbeAnswer;
+  try {
+    none = await probeWith(target, []);
+  } catch (err) {
+    return { step: 'discover-attach', ok: false, url, result: 'none', detail: `GET ${url} without a token failed without an answer (${(err as { code?: string }).code ?? (err as Error).message})` };
+  }
+  if (isSuccess(none.status)) {
     return {
-      step: 'discover-attach', ok: false, url, accepted: [],
-      detail: `${tried}: none accepted (all 401/403)${failed}`,
-      hint: 'the service wants the token some other way, or the probe path needs more than a token: ask the support team how the token is presented',
+      step: 'discover-attach', ok: false, url, result: 'cannot-tell',
+      detail: `skipped: the probe passed, but GET ${url} answers ${none.status} without a token as well, so it proves nothing about token.attach`,
+      hint: 'choose a --probe path that needs the token (one the service refuses without it)',
     };
   }
-  const attach = accepted[0]!.attach;
   return {
-    step: 'discover-attach', ok: true, url,
-    accepted: accepted.map((a) => a.label),
-    detail: `${tried}: accepted ${accepted.map((a) => `${a.label} (${a.status})`).join('; ')}${failed}`,
-    attach,
-    attachYaml: stringify({ token: { attach } }),
+    step: 'discover-attach', ok: true, url, result: 'configured',
+    detail: `skipped: the configured token.attach already works (the probe passed, and without a token the service answers ${summarize(none)})`,
   };
 }

@@ -11,19 +11,26 @@ export interface ProbeTarget {
   /** `service.baseUrl` without a trailing slash, for printing the URL called. */
   base: string;
   vars: AttachVars;
+  /** Scrubs every secret from text the service sent back (run before anything is cut). */
+  redact: (text: string) => string;
 }
 
 /** What the service answered to one probe GET. */
 export interface ProbeAnswer {
   status: number;
-  /** The ErrorMessage `message`, if the body was one. */
+  /** The ErrorMessage `message`, if the body was one (redacted, then cut). */
   message?: string;
+  /** The start of the body on one line (redacted, then cut), for the operator and the support team. */
+  excerpt?: string;
+  /** `WWW-Authenticate` as sent. */
+  challenge?: string;
   /** A redirect's target (not followed), without its query. */
   location?: string;
 }
 
 const MAX_BODY = 16 * 1024;
 const MAX_MESSAGE = 200;
+const MAX_EXCERPT = 160;
 
 /**
  * One GET with `attach` applied exactly as the proxy applies it (attach.ts: headers set, query
@@ -45,15 +52,29 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
   });
   const body = await res.body.readAll(MAX_BODY).catch(() => undefined);
   const answer: ProbeAnswer = { status: res.status };
-  const message = body && errorMessage(body.toString('utf8'));
+  // Redacted before anything is cut: a cut first can leave a prefix of an echoed token.
+  const text = body ? target.redact(body.toString('utf8')) : '';
+  const message = text && errorMessage(text);
   if (message) answer.message = message;
+  const excerpt = oneLine(text).slice(0, MAX_EXCERPT);
+  if (excerpt) answer.excerpt = excerpt;
+  const challenge = res.headers['www-authenticate'];
+  if (challenge !== undefined) answer.challenge = oneLine(target.redact(Array.isArray(challenge) ? challenge.join(', ') : challenge)).slice(0, MAX_EXCERPT);
   const location = res.headers.location;
   if (res.status >= 300 && res.status < 400 && typeof location === 'string') answer.location = withoutQuery(location, target.base);
   return answer;
 }
 
-/** Step 4: the probe through the configured `token.attach`. */
-export async function checkProbe(target: ProbeTarget, attach: readonly Attachment[], discovering: boolean): Promise<DoctorStep> {
+function oneLine(text: string): string {
+  return text.replace(/[\x00-\x1f\x7f]+/g, ' ').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Step 4: the probe through the configured `token.attach`. Only a 2xx passes: any 4xx may be the
+ * service refusing the token in its own way (a missing header is a 400 in Spring, an unknown
+ * token a 404 on some APIs), which is what discover-attach then tells apart.
+ */
+export async function checkProbe(target: ProbeTarget, attach: readonly Attachment[], discovering: boolean): Promise<DoctorStep & { answer?: ProbeAnswer }> {
   const url = `${target.base}${target.path}`;
   let answer: ProbeAnswer;
   try {
@@ -62,24 +83,28 @@ export async function checkProbe(target: ProbeTarget, attach: readonly Attachmen
     return { step: 'probe', ok: false, url, detail: `GET ${url} failed: ${(err as { code?: string }).code ?? (err as Error).message}`, hint: 'the service did not answer the probe; retry, or check service.timeoutMs' };
   }
   const { status } = answer;
-  const said = answer.message ? `: ${answer.message}` : '';
-  const base = { step: 'probe' as const, url, status, detail: `GET ${url} with token.attach → ${status}${said}` };
-  if (status === 401 || status === 403) {
-    return { ...base, ok: false, hint: discovering ? 'the service does not accept the token as attached: see discover-attach below' : 'the service does not accept the token as attached: try --discover-attach' };
+  const said = answer.message ? `: ${answer.message}` : answer.excerpt ? `: ${answer.excerpt}` : '';
+  const base = { step: 'probe' as const, url, status, answer, detail: `GET ${url} with token.attach → ${status}${said}` };
+  const next = discovering ? 'see discover-attach below' : 'try --discover-attach';
+  if (status >= 200 && status < 300) return { ...base, ok: true };
+  if (status === 401 || status === 403) return { ...base, ok: false, hint: `the service does not accept the token as attached: ${next}` };
+  if (status === 404) {
+    return { ...base, ok: false, hint: `either --probe names nothing that exists (use a harmless GET you know exists, e.g. an object lookup, relative to service.baseUrl) or the service answers 404 for a token it does not accept: ${next}` };
   }
-  if (status === 404) return { ...base, ok: false, hint: '--probe names no operation the service knows: use a harmless GET you know exists (e.g. an object lookup), relative to service.baseUrl' };
   if (status >= 300 && status < 400) {
-    return { ...base, ok: false, detail: `${base.detail} (redirect to ${answer.location ?? 'nowhere given'}, not followed)`, hint: 'the sidecar passes redirects back to the app; probe a path that answers directly' };
+    return { ...base, ok: false, detail: `${base.detail} (redirect to ${answer.location ?? 'nowhere given'}, not followed)`, hint: `a redirect (to a login page?) instead of an answer: the token may not be accepted: ${next}` };
   }
   if (status >= 500) return { ...base, ok: false, hint: 'the service failed: retry later, or tell the support team' };
-  return { ...base, ok: true };
+  return { ...base, ok: false, hint: `the service refused the probe (a 4xx may mean a missing or misplaced token): ${next}` };
 }
 
 function errorMessage(text: string): string | undefined {
   try {
     const body: unknown = JSON.parse(text);
-    const message = (body as { message?: unknown } | null)?.message;
-    if (typeof message === 'string') return message.replace(/[\x00-\x1f\x7f]+/g, ' ').trim().slice(0, MAX_MESSAGE) || undefined;
+    const record = body as { message?: unknown; detail?: unknown; error?: unknown } | null;
+    // ErrorMessage (the API description), Django REST framework's `detail`, or a bare `error`.
+    const message = [record?.message, record?.detail, record?.error].find((m) => typeof m === 'string');
+    if (typeof message === 'string') return oneLine(message).slice(0, MAX_MESSAGE) || undefined;
   } catch {
     // not an ErrorMessage
   }

@@ -51,6 +51,12 @@ function nonNegative(value: string): number {
   return n;
 }
 
+function positiveNumber(value: string): number {
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('must be a number above 0');
+  return n;
+}
+
 function collect(value: string, previous: string[] = []): string[] {
   return [...previous, value];
 }
@@ -94,7 +100,9 @@ program.command('doctor').description('diagnose the set-up step by step: config,
   .addOption(configOption())
   .option('--json', 'print the steps as a JSON array')
   .option('--probe <path>', 'a harmless GET path under service.baseUrl to try with the token attached (e.g. an object lookup)')
-  .option('--discover-attach', 'try the common token presentations on the probe path and print the token.attach block to paste')
+  .option('--discover-attach', 'find how the service wants the token, by evidence against a baseline without one, and print the token.attach block to paste')
+  .option('--try <KIND:NAME:VALUE>', 'test one guess on the probe path without editing the config, e.g. header:X-Access-Token:{token} (repeatable; also query: and cookie:)', collect)
+  .option('--discovery-rate <n>', 'discovery requests per second (default 4)', positiveNumber)
   .action((o: import('../commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')

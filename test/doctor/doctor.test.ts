@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { checkConfigCommand } from '../../src/commands/check-config.js';
 import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
-import { discoveryCandidates } from '../../src/doctor/attach-discovery.js';
+import { MAX_DISCOVERY_REQUESTS } from '../../src/doctor/attach-discovery.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
 import { checkGentoken } from '../../src/doctor/gentoken-check.js';
 import { loadConfig } from '../../src/config/load-config.js';
@@ -57,7 +57,7 @@ async function startSim(t: TestContext, extra: Partial<B2bSimulatorOptions> = {}
 
 async function doctor(args: DoctorArgs) {
   const run = captureIo({});
-  const code = await doctorCommand(args, run.io);
+  const code = await doctorCommand({ sleep: async () => undefined, ...args }, run.io); // discovery unpaced: no real waiting
   const stdout = run.stdout();
   return { code, stdout, stderr: run.stderr(), lines: stdout.split('\n').filter(Boolean), steps: args.json ? (JSON.parse(stdout) as DoctorStep[]) : [] };
 }
@@ -316,7 +316,7 @@ describe('doctor: probe and discover-attach', () => {
     const sim = await startSim(t);
     const out = await doctor({ config: configFile({ baseUrl: sim.url }), probe: '/pub/b2b/v1/nothing-here' });
     assert.equal(out.code, 1);
-    assert.match(line(out.lines, 'probe'), /→ 404.*hint: --probe names no operation/);
+    assert.match(line(out.lines, 'probe'), /→ 404.*hint: either --probe names nothing that exists/);
   });
 
   const presentations: Array<[spec: string, label: string, attach: Array<Record<string, string>>]> = [
@@ -339,10 +339,18 @@ describe('doctor: probe and discover-attach', () => {
         const discover = out.steps.find((s) => s.step === 'discover-attach');
         assert.ok(discover, out.stdout);
         assert.equal(discover.ok, true, discover.detail);
-        assert.deepEqual(discover.accepted, withApiKey ? [`${label} + ApiKey`] : [`${label} + ApiKey`, `${label} without ApiKey`]);
+        assert.ok(sim.stats.apiRequests <= 1 + MAX_DISCOVERY_REQUESTS, 'bounded');
+        if (spec === 'header:Authorization:Bearer') {
+          // The default token.attach already works: nothing to paste.
+          assert.equal(discover.result, 'configured');
+          assert.equal(out.code, 0);
+          return;
+        }
+        assert.equal(discover.result, 'found');
+        assert.deepEqual(discover.accepted, [label]);
         assert.deepEqual(discover.attach, [...attach, API_KEY]);
-        assert.ok(sim.stats.apiRequests <= 1 + discoveryCandidates().length, 'bounded');
-        assert.equal(discoveryCandidates().length, 12);
+        const tried = discover.tried!.find((tr) => tr.label === `${label} without ApiKey`);
+        assert.equal(tried?.status === 200, !withApiKey, 'whether the ApiKey is needed is reported');
 
         // The text form prints the same block after a header line; it loads as a config.
         const text = await doctor({ config, probe: OBJECT_PATH, discoverAttach: true });
@@ -368,13 +376,14 @@ describe('doctor: probe and discover-attach', () => {
       res.end('{"message":"forbidden"}');
     });
     t.after(() => upstream.close());
-    const out = await doctor({ config: configFile({ baseUrl: upstream.url }), probe: '/x', discoverAttach: true, json: true });
+    const out = await doctor({ config: configFile({ baseUrl: upstream.url }), probe: '/x', discoverAttach: true, json: true, sleep: async () => undefined });
     assert.equal(out.code, 1);
     const discover = out.steps.find((s) => s.step === 'discover-attach')!;
     assert.equal(discover.ok, false);
+    assert.equal(discover.result, 'none');
     assert.deepEqual(discover.accepted, []);
-    assert.match(discover.detail, /12 presentations: none accepted/);
-    assert.equal(upstream.seen.length, 13, 'the probe plus 12 candidates, one after another');
+    assert.match(discover.detail, /tried 32 presentations; none is accepted\. Without a token the service answers 403/);
+    assert.equal(upstream.seen.length, 1 + 2 + 32, 'the probe, two baselines, 16 presentations with and without the ApiKey, one after another');
     assert.ok(upstream.seen.every((r) => r.method === 'GET'));
   });
 });
@@ -389,11 +398,12 @@ describe('doctor through the built CLI', () => {
     const [, url] = await sim.waitFor(/listening on (https:\/\/\S+)/);
     const [, caFile] = await sim.waitFor(/CA certificate: (\S+)/);
     const config = configFile({ baseUrl: url, caFile });
-    const out = await runCli(['doctor', '--config', config, '--probe', '/pub/b2b/v1/objects/1', '--discover-attach', '--json']);
-    assert.equal(out.code, 1, out.stderr);
+    const out = await runCli(['doctor', '--config', config, '--probe', '/pub/b2b/v1/objects/1', '--discover-attach', '--discovery-rate', '1000', '--json']);
+    assert.equal(out.code, 0, out.stderr);
     const steps = JSON.parse(out.stdout) as DoctorStep[];
     assert.deepEqual(steps.map((s) => [s.step, s.ok]), [['config', true], ['connect', true], ['gentoken', true], ['probe', false], ['discover-attach', true]]);
-    assert.deepEqual(steps[4]!.accepted, ['X-Auth-Token: {token} + ApiKey']);
+    assert.deepEqual(steps[4]!.accepted, ['X-Auth-Token: {token}']);
+    assert.equal(steps[4]!.result, 'found');
     assertNoSecrets(out.stdout + out.stderr);
 
     const usage = await runCli(['doctor', '--config', config, '--discover-attach']);

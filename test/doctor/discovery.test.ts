@@ -1,0 +1,212 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it, type TestContext } from 'node:test';
+import { stringify } from 'yaml';
+import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
+import { MAX_DISCOVERY_REQUESTS, headersNamedIn, parseTry, unknownToken } from '../../src/doctor/attach-discovery.js';
+import type { DoctorStep } from '../../src/doctor/doctor-report.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import { captureIo } from '../helpers/command-io.js';
+import { CREDENTIALS, send, startSidecar, waitReady } from '../helpers/stack.js';
+import { testTls } from '../helpers/tls.js';
+import { startVendor, VENDORS, type Rule, type Vendor } from '../helpers/vendors.js';
+
+const tls = await testTls();
+const dir = mkdtempSync(join(tmpdir(), 'b2b-discovery-'));
+const PROBE = '/pub/b2b/v1/objects/obj-42';
+let configs = 0;
+
+function configFor(vendor: Vendor, extra: Record<string, unknown> = {}): string {
+  const file = join(dir, `sidecar-${++configs}.yaml`);
+  writeFileSync(file, stringify({ service: { baseUrl: vendor.url, caFile: tls.caFile }, credentials: CREDENTIALS, ...extra }));
+  return file;
+}
+
+async function vendor(t: TestContext, rule: Rule): Promise<Vendor> {
+  const v = await startVendor(rule);
+  t.after(() => v.close());
+  return v;
+}
+
+/** doctor in process, discovery unpaced (no real waiting): the JSON steps, the text and the exit code. */
+async function doctor(args: DoctorArgs) {
+  const sleeps: number[] = [];
+  const sleep = async (ms: number) => { sleeps.push(ms); };
+  const json = captureIo({});
+  const code = await doctorCommand({ ...args, json: true, sleep }, json.io);
+  const text = captureIo({});
+  const textCode = await doctorCommand({ ...args, sleep }, text.io);
+  assert.equal(textCode, code, 'text and --json reach the same verdict');
+  const steps = JSON.parse(json.stdout()) as DoctorStep[];
+  return { code, steps, text: text.stdout(), sleeps, discovery: steps.find((s) => s.step === 'discover-attach') };
+}
+
+/** Requests discovery sent (everything but gentoken and the probe step's own GET). */
+function discoveryRequests(v: Vendor) {
+  return v.requests.filter((r) => !r.url.endsWith('/auth/gentoken'));
+}
+
+function assertPolite(v: Vendor): void {
+  for (const r of v.requests) {
+    const sent = `${r.url} ${JSON.stringify(r.headers)} ${r.url.endsWith('/auth/gentoken') ? '' : r.body}`;
+    assert.ok(!sent.includes(CREDENTIALS.password), `the password went to ${r.method} ${r.url}`);
+    if (!r.url.endsWith('/auth/gentoken')) assert.ok(r.method === 'GET' || r.method === 'HEAD', `${r.method} ${r.url}`);
+  }
+  // Two doctor runs (JSON and text), each bounded.
+  assert.ok(discoveryRequests(v).length <= 2 * (1 + MAX_DISCOVERY_REQUESTS), `${discoveryRequests(v).length} requests`);
+}
+
+function assertNoSecrets(text: string, v: Vendor): void {
+  for (const secret of [CREDENTIALS.apiKey, CREDENTIALS.password, ...v.tokens]) assert.ok(!text.includes(secret), `a secret leaked: ${text}`);
+}
+
+/** Pastes the found block into a config and proxies one GET through a real sidecar. */
+async function proxiedStatus(v: Vendor, attachYaml: string): Promise<number> {
+  const pasted = join(dir, `pasted-${++configs}.yaml`);
+  writeFileSync(pasted, `${stringify({ service: { baseUrl: v.url, caFile: tls.caFile }, credentials: CREDENTIALS, listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 } })}${attachYaml}`);
+  const loaded = await loadConfig(pasted, {}); // valid for check-config and run alike
+  const s = await startSidecar({ baseUrl: v.url, overrides: { token: { attach: loaded.token.attach } } });
+  try {
+    await waitReady(s);
+    return (await send(s.port, { path: PROBE })).status;
+  } finally {
+    await s.stop();
+  }
+}
+
+const FOUND: Array<[name: keyof typeof VENDORS, label: string]> = [
+  ['spring', 'X-Access-Token: {token}'],
+  ['drf', 'Authorization: Token {token}'],
+  ['query', '?access_token={token}'],
+  ['bare401', 'AuthToken: {token}'],
+  ['forbidden', 'X-API-Token: {token}'],
+  ['notFound', 'X-Token: {token}'],
+  ['login', 'Cookie AuthToken={token}'],
+  ['sloppy', 'X-Auth-Token: {token}'],
+];
+
+describe('doctor --discover-attach against vendors that answer as common server stacks do', () => {
+  for (const [name, label] of FOUND) {
+    it(`${name}: found ${label} (exit 0), and the pasted block gets 200 through run`, async (t) => {
+      const v = await vendor(t, VENDORS[name]);
+      const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+      assert.equal(out.code, 0, out.text);
+      assert.equal(out.discovery?.result, 'found', out.text);
+      assert.deepEqual(out.discovery!.accepted, [label]);
+      assert.equal(out.discovery!.attach![0]!.value.includes('{token}'), true);
+      assert.ok(out.text.includes('Paste into the config file (replacing token.attach):'), out.text);
+      assert.ok(out.discovery!.tried!.every((tr) => tr.status !== undefined), 'every presentation tried is listed with its status');
+      assert.equal(await proxiedStatus(v, out.discovery!.attachYaml!), 200);
+      assertPolite(v);
+      assertNoSecrets(out.text + JSON.stringify(out.steps), v);
+    });
+  }
+
+  it('spring (400 naming the header): tries the named header first, and the old false green is gone', async (t) => {
+    const v = await vendor(t, VENDORS.spring);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    const probe = out.steps.find((s) => s.step === 'probe')!;
+    assert.equal(probe.ok, false, 'a 400 is not a passing probe');
+    assert.equal(out.discovery!.tried![0]!.label, 'X-Access-Token: {token} + ApiKey');
+    assert.match(out.text, /Required request header 'X-Access-Token'/);
+  });
+
+  it('sloppy (any Token header value passes): not taken as evidence, thanks to the unknown-token check', async (t) => {
+    const v = await vendor(t, VENDORS.sloppy);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    const token = out.discovery!.tried!.find((tr) => tr.label === 'Token: {token} + ApiKey')!;
+    assert.equal(token.status, 200);
+    assert.match(token.note!, /unknown token is accepted too/);
+    assert.deepEqual(out.discovery!.accepted, ['X-Auth-Token: {token}']);
+  });
+
+  it('drf: shows the WWW-Authenticate challenge and the body, and tries Authorization: Token first', async (t) => {
+    const v = await vendor(t, VENDORS.drf);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.equal(out.discovery!.baseline!.withoutToken.challenge, 'Token');
+    assert.equal(out.discovery!.baseline!.withoutToken.excerpt, 'Authentication credentials were not provided.');
+    assert.equal(out.discovery!.tried![0]!.label, 'Authorization: Token {token} + ApiKey');
+    assert.match(out.text, /baseline without a token: 401 WWW-Authenticate: Token "Authentication credentials were not provided\."/);
+  });
+
+  it('a config that already works: configured, discovery skipped, exit 0 (was a false red)', async (t) => {
+    const v = await vendor(t, VENDORS.bearer);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.equal(out.code, 0, out.text);
+    assert.equal(out.discovery!.result, 'configured');
+    assert.match(out.discovery!.detail, /^skipped: the configured token\.attach already works/);
+    assert.equal(discoveryRequests(v).length, 2 * 2, 'the probe and one baseline per run');
+  });
+
+  it('a path that needs no token: cannot-tell, exit 1, with or without a working config', async (t) => {
+    const v = await vendor(t, VENDORS.open);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.equal(out.code, 1);
+    assert.equal(out.discovery!.result, 'cannot-tell');
+    assert.match(out.discovery!.hint!, /choose a --probe path that needs the token/);
+  });
+
+  it('a presentation outside every list: none (exit 1) quoting the baseline for a support ticket; --try finds it', async (t) => {
+    const v = await vendor(t, VENDORS.outside);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.equal(out.code, 1);
+    assert.equal(out.discovery!.result, 'none');
+    assert.match(out.discovery!.detail, /Without a token the service answers 401, no WWW-Authenticate, body: session required/);
+    assert.match(out.discovery!.hint!, /support team/);
+    assert.ok(out.discovery!.tried!.length >= 17, 'the whole list was tried');
+    assertPolite(v);
+
+    const guessed = await doctor({ config: configFor(v), probe: PROBE, try: ['header:X-Vendor-Session:{token}'] });
+    assert.equal(guessed.code, 0, guessed.text);
+    assert.equal(guessed.discovery!.result, 'found');
+    assert.equal(await proxiedStatus(v, guessed.discovery!.attachYaml!), 200);
+  });
+
+  it('--try with two guesses the service both accepts: ambiguous, exit 1, both listed', async (t) => {
+    const v = await vendor(t, VENDORS.twoWays);
+    const out = await doctor({ config: configFor(v, { token: { attach: [{ in: 'header', name: 'X-Nothing', value: '{token}' }] } }), probe: PROBE, try: ['header:X-Auth-Token:{token}', 'header:Authorization:Bearer {token}'] });
+    assert.equal(out.code, 1);
+    assert.equal(out.discovery!.result, 'ambiguous');
+    assert.deepEqual(out.discovery!.accepted, ['X-Auth-Token: {token}', 'Authorization: Bearer {token}']);
+  });
+
+  it('paces its requests (a few per second by default) and never sends more than the budget', async (t) => {
+    const v = await vendor(t, VENDORS.outside);
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.ok(out.sleeps.length > 0 && out.sleeps.every((ms) => ms === 250), `${out.sleeps.slice(0, 3)}`);
+    const oneRun = discoveryRequests(v).length / 2;
+    assert.ok(oneRun <= 1 + MAX_DISCOVERY_REQUESTS, `${oneRun}`);
+  });
+
+  it('refuses a malformed --try, and --try without --probe, with exit 2', async () => {
+    for (const args of [{ probe: PROBE, try: ['header:X-Token'] }, { probe: PROBE, try: ['header:X-Token:{apiKey}'] }, { try: ['header:X:{token}'] }]) {
+      const run = captureIo({});
+      assert.equal(await doctorCommand({ config: '/nonexistent.yaml', ...args }, run.io), 2, JSON.stringify(args));
+      assert.match(run.stderr(), /--try/);
+    }
+  });
+});
+
+describe('discovery helpers', () => {
+  it('reads header names from error bodies (Spring, quoted names, X- names) but never the ApiKey', () => {
+    assert.deepEqual(headersNamedIn("Required request header 'X-Access-Token' for method parameter type String is not present"), ['X-Access-Token']);
+    assert.deepEqual(headersNamedIn('missing "AuthToken" header'), ['AuthToken']);
+    assert.deepEqual(headersNamedIn('send your token in X-Session-Token; header \'ApiKey\' is fine'), ['X-Session-Token']);
+  });
+
+  it('an unknown token keeps the shape of the real one and differs in every letter and digit', () => {
+    const real = 'Ab9z_Z-09';
+    const fake = unknownToken(real);
+    assert.equal(fake.length, real.length);
+    assert.equal(fake, 'Bc0a_A-10');
+  });
+
+  it('parses --try guesses of each kind, with colons in the value', () => {
+    assert.deepEqual(parseTry('header:Authorization:Bearer {token}'), { in: 'header', name: 'Authorization', value: 'Bearer {token}' });
+    assert.deepEqual(parseTry('query:access_token:{token}'), { in: 'query', name: 'access_token', value: '{token}' });
+    assert.deepEqual(parseTry('cookie:sid:v1:{token}'), { in: 'cookie', name: 'sid', value: 'v1:{token}' });
+    assert.equal(typeof parseTry('body:x:{token}'), 'string');
+  });
+});
