@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { validateConfig, type Config } from './validate-config.js';
 import { hostProblems } from './host-checks.js';
@@ -20,6 +22,7 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
   const { data, problems: fileProblems, keyLines } = path === undefined ? { data: {}, problems: [], keyLines: new Map<string, number>() } : await readConfigFile(path);
   const replaced: string[] = [];
   const problems = [...fileProblems, ...applyEnv(data, env, replaced)];
+  applyCredentialsDirectory(data, env);
   let config: Config | undefined;
   try {
     config = validateConfig(data);
@@ -197,6 +200,27 @@ function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv, replace
     replaced.push(`${[...path, twin].join('.')} from the config file is ignored: ${by} in the environment sets ${key}, which is used instead`);
   }
   return problems;
+}
+
+/** The file names `LoadCredential=` gives the credentials in the shipped systemd unit. */
+const SYSTEMD_CREDENTIALS = [['apiKey', 'api-key'], ['password', 'password']] as const;
+
+/**
+ * systemd's `LoadCredential=` puts the credentials in `$CREDENTIALS_DIRECTORY`. The shipped unit
+ * points `B2B_*_FILE` at them; a command started without those variables (`systemd-run -p
+ * LoadCredential=… b2b-sidecar doctor …`, to diagnose with exactly what the service reads) finds
+ * `api-key` and `password` there, but only for a credential nothing else sets.
+ */
+function applyCredentialsDirectory(data: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
+  const dir = env.CREDENTIALS_DIRECTORY;
+  if (!dir) return;
+  for (const [key, name] of SYSTEMD_CREDENTIALS) {
+    const credentials = getAt(data, ['credentials']);
+    if (isRecord(credentials) && (credentials[key] !== undefined || credentials[`${key}File`] !== undefined)) continue;
+    const file = join(dir, name);
+    if (!existsSync(file)) continue;
+    setAt(data, ['credentials', `${key}File`], file);
+  }
 }
 
 type Coerced = string | number | boolean | { problem: string };

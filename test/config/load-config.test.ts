@@ -194,6 +194,24 @@ describe('loadConfig: environment', () => {
     assert.ok(!JSON.stringify(envReplacements(byValue)).includes('env-password'));
   });
 
+  it('finds the credentials systemd\'s LoadCredential= put in $CREDENTIALS_DIRECTORY when nothing else sets them', async () => {
+    const credentials = mkdtempSync(join(tmpdir(), 'b2b-credentials-directory-'));
+    writeFileSync(join(credentials, 'api-key'), 'directory-key-1');
+    writeFileSync(join(credentials, 'password'), 'directory-password-2');
+    const yaml = file('no-credentials.yaml', 'service: { baseUrl: "https://api.example.com" }\n');
+    const config = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials });
+    assert.equal(config.credentials.apiKeyFile, join(credentials, 'api-key'));
+    assert.equal(config.credentials.passwordFile, join(credentials, 'password'));
+    // A credential set elsewhere wins, and a directory without the file adds nothing.
+    const byEnv = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials, B2B_PASSWORD: 'env-password' });
+    assert.equal(byEnv.credentials.password, 'env-password');
+    assert.equal(byEnv.credentials.passwordFile, undefined);
+    assert.deepEqual(await problemsOf(loadConfig(yaml, { CREDENTIALS_DIRECTORY: tmpdir() + '/nonexistent-b2b' })), [
+      'credentials.apiKey (B2B_API_KEY): missing credential: set apiKey or apiKeyFile (B2B_API_KEY_FILE)',
+      'credentials.password (B2B_PASSWORD): missing credential: set password or passwordFile (B2B_PASSWORD_FILE)',
+    ]);
+  });
+
   it('reports both when the environment sets a value and its file', async () => {
     const problems = await problemsOf(loadConfig(undefined, { ...ENV_CREDENTIALS, B2B_PASSWORD_FILE: file('pw', 'x') }));
     assert.deepEqual(problems, ['credentials.password (B2B_PASSWORD): set only one of password and passwordFile (B2B_PASSWORD_FILE)']);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -99,6 +99,24 @@ describe('systemd unit', () => {
     const passwordEnv = schemaAt(['credentials', 'passwordFile'])?.['x-env'];
     assert.ok(env.includes(`${apiKeyEnv}=%d/api-key`), `Environment=${apiKeyEnv}=%d/api-key`);
     assert.ok(env.includes(`${passwordEnv}=%d/password`), `Environment=${passwordEnv}=%d/password`);
+  });
+
+  it('documents a doctor line with the unit\'s own credentials, which doctor finds in $CREDENTIALS_DIRECTORY', async () => {
+    const doc = unitText.split('\n').filter((l) => l.startsWith('#')).join(' ').replace(/\\\s*#\s*/g, ' ');
+    const line = /systemd-run [^\n]*?b2b-sidecar doctor --config (\S+)/.exec(doc);
+    assert.ok(line, 'a systemd-run … doctor line in the unit\'s comments');
+    assert.equal(line[1], '/etc/b2b-sidecar/sidecar.yaml');
+    const documented = [...line[0].matchAll(/LoadCredential=(\S+)/g)].map((m) => m[1]!).sort();
+    assert.deepEqual(documented, values('LoadCredential').sort());
+    // What systemd-run hands over: the config (no credential keys) and the copies, nothing else.
+    const credentials = join(dir, 'credentials');
+    mkdirSync(credentials, { recursive: true });
+    for (const entry of documented) writeFileSync(join(credentials, entry.split(':')[0]!), `value-of-${entry.split(':')[0]}-123`);
+    const config = join(dir, 'doctor.yaml');
+    writeFileSync(config, 'service: { baseUrl: "https://api.example.com" }\n');
+    const loaded = await loadConfig(config, { CREDENTIALS_DIRECTORY: credentials });
+    assert.equal(loaded.credentials.apiKeyFile, join(credentials, 'api-key'));
+    assert.equal(loaded.credentials.passwordFile, join(credentials, 'password'));
   });
 
   it('reloads with SIGHUP, stops with SIGTERM and restarts on failure but not on a bad config', () => {
