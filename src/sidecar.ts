@@ -123,6 +123,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
     const admin = createListener(createAdminHandler({
       registry, health, logger, now: () => clock.now(),
+      // Liveness is the token loop's: it fails only when the loop is dead or stuck, never because the vendor is down.
+      live: () => service?.tokens.liveness() ?? { live: true },
       allow: adminAllows,
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
     }), { ...ADMIN_LIMITS, maxConnectionsPerSource: config.admin.maxConnectionsPerSource }, logger, {

@@ -8,6 +8,11 @@ export interface AdminOptions {
   registry: Registry;
   /** Readiness: ready only while a valid token is held and the sidecar is not draining. */
   health: () => { ready: boolean; reason?: string };
+  /**
+   * Liveness for `/healthz`: false only when the process should be restarted (the token loop is
+   * dead or stuck). Omitted = always live.
+   */
+  live?: () => { live: boolean; reason?: string };
   /** `admin.allow` decision for the direct peer address (the socket's, never a forwarded header). */
   allow: (peer: string | undefined) => boolean;
   /** When given, `POST /shutdown` starts the graceful drain (`admin.allowShutdown`); otherwise it is 404. */
@@ -35,7 +40,7 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>
  * express 5 bundled is 0.84 MB of code that cost ~60 ms of start-up (one core) and ~11 MB of
  * resident memory, against the start-up and idle-memory targets (bench/results/findings.md).
  */
-export function createAdminHandler({ registry, health, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createAdminHandler({ registry, health, live, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
   let rendered: { at: number; body: Promise<string> } | undefined;
   /** One rendering at a time, reused for SCRAPE_CACHE_MS; a failed one is not kept. */
   const render = (): Promise<string> => {
@@ -50,7 +55,11 @@ export function createAdminHandler({ registry, health, allow, onShutdown, logger
     return body;
   };
   const routes = new Map<string, Map<string, Route>>([
-    ['/healthz', new Map([['GET', (_req, res) => sendJsonBody(res, 200, { status: 'ok' })]])],
+    ['/healthz', new Map([['GET', (_req, res) => {
+      const state = live?.() ?? { live: true };
+      if (state.live) sendJsonBody(res, 200, { status: 'ok' });
+      else sendJsonBody(res, 503, { status: 'not live', message: state.reason ?? 'not live' });
+    }]])],
     ['/readyz', new Map([['GET', (_req, res) => {
       const { ready, reason } = health();
       if (ready) sendJsonBody(res, 200, { status: 'ready' });

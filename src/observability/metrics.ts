@@ -21,12 +21,30 @@ export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit';
 /** Configured route names; the only values the `route` label can take (never a raw path). */
 export type RouteName = 'service' | 'localization';
 
+/** Why a gentoken request failed (`token_request_failures_total{cause}`); a fixed set. */
+export type GentokenCause =
+  'unauthorized' | 'refused' | 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'invalid_response' | 'http' | 'unreachable';
+/** What asked for a gentoken call that the budget or a Retry-After held back (`gentoken_deferred_total{trigger}`). */
+export type GentokenTrigger = 'start' | 'renewal' | 'retry' | 'upstream_401' | 'rotation';
+
 /** Token state read at scrape time, so the gauges are always current. */
-export interface TokenGauges { ageSeconds: number; expiresInSeconds: number; valid: boolean }
+export interface TokenGauges {
+  ageSeconds: number;
+  expiresInSeconds: number;
+  valid: boolean;
+  /** Wall-clock Unix seconds when the current token expires; 0 when none. */
+  expiryTimestampSeconds?: number;
+  /** Wall-clock Unix seconds of the next gentoken attempt (now while one is in flight); 0 when none is scheduled. */
+  nextRefreshTimestampSeconds?: number;
+}
 
 /** Typed handles for everything the sidecar records; label values cannot be chosen by clients. */
 export interface Metrics {
   tokenRefreshed(result: RefreshResult, seconds: number): void;
+  /** A gentoken request failed, by cause. */
+  tokenRequestFailed(cause: GentokenCause): void;
+  /** A gentoken call had to wait for the budget or a Retry-After. */
+  gentokenDeferred(trigger: GentokenTrigger): void;
   upstreamUnauthorized(): void;
   guardDenied(): void;
   requestStarted(): void;
@@ -55,6 +73,12 @@ export interface ScrapeGauges {
 
 const PREFIX = 'b2b_sidecar_';
 const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
+/** Every `cause` label value of `token_request_failures_total`. */
+export const GENTOKEN_CAUSES: readonly GentokenCause[] = [
+  'unauthorized', 'refused', 'tls', 'dns', 'connection_refused', 'timeout', 'server_error', 'rate_limited', 'invalid_response', 'http', 'unreachable',
+];
+/** Every `trigger` label value of `gentoken_deferred_total`. */
+export const GENTOKEN_TRIGGERS: readonly GentokenTrigger[] = ['start', 'renewal', 'retry', 'upstream_401', 'rotation'];
 const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
 const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
 const ROUTES: readonly RouteName[] = ['service', 'localization'];
@@ -116,6 +140,25 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     collect() { this.set(tokenGauges().valid ? 1 : 0); },
   });
 
+  new Gauge({
+    name: `${PREFIX}token_expiry_timestamp_seconds`, help: 'Wall-clock time (Unix seconds) when the current token expires; 0 when none.', registers,
+    collect() { this.set(tokenGauges().expiryTimestampSeconds ?? 0); },
+  });
+  new Gauge({
+    name: `${PREFIX}token_next_refresh_timestamp_seconds`, help: 'Wall-clock time (Unix seconds) of the next gentoken attempt (now while one is in flight); 0 when none is scheduled.', registers,
+    collect() { this.set(tokenGauges().nextRefreshTimestampSeconds ?? 0); },
+  });
+  const failures = new Counter({
+    name: `${PREFIX}token_request_failures_total`, help: 'Failed gentoken requests by cause (unauthorized = 401, refused = 403, rate_limited = 429 or 503 with Retry-After, tls, dns, connection_refused, timeout, server_error, invalid_response, http, unreachable).',
+    labelNames: ['cause'] as const, registers,
+  });
+  for (const cause of GENTOKEN_CAUSES) failures.labels(cause).inc(0);
+  const deferred = new Counter({
+    name: `${PREFIX}gentoken_deferred_total`, help: 'Gentoken calls held back by token.maxGentokenPerMinute or a Retry-After, by what asked for them.',
+    labelNames: ['trigger'] as const, registers,
+  });
+  for (const trigger of GENTOKEN_TRIGGERS) deferred.labels(trigger).inc(0);
+
   const refreshTotal = new Counter({
     name: `${PREFIX}token_refresh_total`, help: 'Token requests by result (success, unauthorized = gentoken 401, error).',
     labelNames: ['result'] as const, registers,
@@ -176,6 +219,8 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
       refreshTotal.labels(result).inc();
       refreshDuration.observe(duration(seconds));
     },
+    tokenRequestFailed: (cause) => failures.labels(cause).inc(),
+    gentokenDeferred: (trigger) => deferred.labels(trigger).inc(),
     upstreamUnauthorized: () => upstreamUnauthorized.inc(),
     guardDenied: () => guardDenied.inc(),
     requestStarted: () => inflight.inc(),

@@ -69,6 +69,9 @@ export function tokenManagerOptions(config: Config): TokenManagerOptions {
     maxLifetimeSeconds: config.token.maxLifetimeSeconds,
     ...(config.token.file !== undefined ? { file: config.token.file } : {}),
     tokenTimeoutMs: config.service.tokenTimeoutMs,
+    maxGentokenPerMinute: config.token.maxGentokenPerMinute,
+    maxRetryAfterSeconds: config.token.maxRetryAfterSeconds,
+    startJitterSeconds: config.token.startJitterSeconds,
   };
 }
 
@@ -91,6 +94,8 @@ export async function startServicePart(config: Config, deps: {
   const tokens = await group.started(new TokenManager({
     client, credentials, clock, logger, secrets, random: deps.random,
     onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
+    onFailure: (cause) => deps.metrics.tokenRequestFailed(cause),
+    onDeferred: (trigger) => deps.metrics.gentokenDeferred(trigger),
     options: tokenManagerOptions(config),
   }), (m) => m.stop());
   const engine = await group.started(

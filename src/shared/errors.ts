@@ -47,19 +47,40 @@ export class InvalidResponseError extends SidecarError {
   }
 }
 
+/** gentoken answered 403: the request was refused, most often because this host's egress address is not on the allow list. */
+export class TokenRefusedError extends SidecarError {
+  override name = 'TokenRefusedError';
+  readonly serverMessage: string;
+  constructor(serverMessage: string) {
+    super('SIDECAR_ERR_TOKEN_REFUSED', 503, `gentoken refused (HTTP 403): ${serverMessage}`);
+    this.serverMessage = serverMessage;
+  }
+}
+
+/**
+ * Why a gentoken request failed without a 401/403/invalid body; each has its own /readyz message,
+ * backoff and metric label (`token_request_failures_total{cause}`).
+ */
+export type TokenRequestKind = 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'http' | 'unreachable';
+
 /**
  * The auth server could not be reached or failed (network, TLS, timeout, 5xx). When it answered,
  * `upstreamStatus` is its HTTP status and `location` the redirect target (never followed), so
- * `doctor` can say what to change.
+ * `doctor` can say what to change. `kind` classifies the failure; `retryAfter` is the raw
+ * Retry-After header of a 429/503, parsed by the manager against its own clock.
  */
 export class TokenRequestError extends SidecarError {
   override name = 'TokenRequestError';
   readonly upstreamStatus: number | undefined;
   readonly location: string | undefined;
-  constructor(message: string, options?: { cause?: unknown; upstreamStatus?: number; location?: string }) {
+  readonly kind: TokenRequestKind;
+  readonly retryAfter: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; upstreamStatus?: number; location?: string; kind?: TokenRequestKind; retryAfter?: string }) {
     super('SIDECAR_ERR_TOKEN_REQUEST', 503, message, options);
     this.upstreamStatus = options?.upstreamStatus;
     this.location = options?.location;
+    this.kind = options?.kind ?? 'unreachable';
+    this.retryAfter = options?.retryAfter;
   }
 }
 

@@ -3,7 +3,7 @@ import { ClientGone, type UpstreamResponse } from '../upstream/engine.js';
 import { trustContext, type TrustedCas } from '../shared/tls.js';
 import { Pool } from '../upstream/undici-core.js';
 import { UndiciExchange } from '../upstream/undici-exchange.js';
-import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
+import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
 import { apiUrl, GENTOKEN_PATH } from '../shared/api-paths.js';
 import { echoedForms } from '../shared/secrets.js';
 
@@ -22,7 +22,7 @@ export interface AuthResult {
   aliveSecondsTtl: number;
 }
 
-/** The gentoken call. Errors are TokenUnauthorizedError, InvalidResponseError or TokenRequestError. */
+/** The gentoken call. Errors are TokenUnauthorizedError, TokenRefusedError, InvalidResponseError or TokenRequestError (with its `kind`). */
 export interface TokenClient {
   requestToken(credentials: Credentials): Promise<AuthResult>;
   close(): Promise<void>;
@@ -86,12 +86,17 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
         });
         if (res.status === 200) return parseAuthResult(await readBody(res));
         if (res.status === 401) throw new TokenUnauthorizedError(serverMessage(await readBody(res), c));
+        if (res.status === 403) {
+          const message = serverMessage(await readBody(res), c);
+          // serverMessage's fallback names 401; a 403 without a message says so instead.
+          throw new TokenRefusedError(message.startsWith('HTTP 401') ? 'no message' : message);
+        }
         res.body.destroy();
         if (res.status >= 300 && res.status < 400) {
           const location = redirectTarget(res.headers.location, url);
-          throw new TokenRequestError('auth server answered with a redirect (not followed)', { upstreamStatus: res.status, location });
+          throw new TokenRequestError('auth server answered with a redirect (not followed)', { upstreamStatus: res.status, location, kind: 'http' });
         }
-        throw new TokenRequestError(`auth server answered HTTP ${res.status}`, { upstreamStatus: res.status });
+        throw statusFailure(res.status, res.headers['retry-after']);
       } catch (err) {
         throw describeFailure(err, deadline.aborted ? timeoutMs : undefined);
       } finally {
@@ -181,15 +186,54 @@ function scrub(message: string, c: Credentials): string {
 }
 
 const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME/;
+const DNS_CODE = /^(ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NODATA|EAI_NONAME)$/;
+const TIMEOUT_CODE = /^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
-/** Maps whatever the request threw to one of the three token errors, with a short, secret-free message. */
+/** What an OpenSSL / Node verification code means for the operator, in a few words. */
+const TLS_MEANING: Readonly<Record<string, string>> = {
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'the server certificate is not signed by a trusted CA',
+  UNABLE_TO_GET_ISSUER_CERT: 'the issuer of the server certificate is not trusted',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'the issuer of the server certificate is not trusted',
+  SELF_SIGNED_CERT_IN_CHAIN: 'the server certificate chain ends in a CA that is not trusted',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'the server certificate is self-signed and not trusted',
+  CERT_HAS_EXPIRED: 'the server certificate has expired',
+  CERT_NOT_YET_VALID: 'the server certificate is not valid yet (check this host\'s clock)',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate is not issued for this host name',
+};
+
+/** One gentoken answer other than 200/401/403/3xx, classified; 429 and 503 carry their Retry-After. */
+function statusFailure(status: number, retryAfterHeader: string | string[] | undefined): TokenRequestError {
+  const retryAfter = Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader;
+  if (status === 429 || (status === 503 && retryAfter !== undefined)) {
+    return new TokenRequestError(`auth server asked to slow down (HTTP ${status}${retryAfter !== undefined ? ', Retry-After' : ''})`, {
+      upstreamStatus: status, kind: 'rate_limited', ...(retryAfter !== undefined ? { retryAfter: retryAfter.slice(0, 64) } : {}),
+    });
+  }
+  return new TokenRequestError(`auth server answered HTTP ${status}`, { upstreamStatus: status, kind: status >= 500 ? 'server_error' : 'http' });
+}
+
+/** The TLS failure in words: the code, what it means, the certificate's subject and issuer when Node gives them. */
+function tlsMessage(code: string, err: unknown): string {
+  const cert = (err as { cert?: { subject?: Record<string, unknown>; issuer?: Record<string, unknown> } }).cert;
+  const name = (dn: Record<string, unknown> | undefined) => (dn && typeof dn.CN === 'string' ? `CN=${dn.CN.slice(0, 100)}` : undefined);
+  const subject = name(cert?.subject);
+  const issuer = name(cert?.issuer);
+  const about = [subject && `subject ${subject}`, issuer && `issuer ${issuer}`].filter(Boolean).join(', ');
+  const meaning = TLS_MEANING[code] ?? 'the server certificate could not be verified';
+  return `TLS: ${code}: ${meaning}${about ? ` (${about})` : ''}; check service.caFile`;
+}
+
+/** Maps whatever the request threw to one of the token errors, with a short, secret-free message and a kind. */
 function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Error {
-  if (err instanceof TokenUnauthorizedError || err instanceof InvalidResponseError || err instanceof TokenRequestError) {
+  if (err instanceof TokenUnauthorizedError || err instanceof TokenRefusedError || err instanceof InvalidResponseError || err instanceof TokenRequestError) {
     return err;
   }
-  if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err });
+  if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
   const code = (err as { code?: string } | undefined)?.code;
-  if (code && TLS_CODE.test(code)) return new TokenRequestError(`TLS: ${code}`, { cause: err });
+  if (code && DNS_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'dns' });
+  if (code === 'ECONNREFUSED') return new TokenRequestError('auth server unreachable: ECONNREFUSED', { cause: err, kind: 'connection_refused' });
+  if (code && TIMEOUT_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'timeout' });
+  if (code && TLS_CODE.test(code)) return new TokenRequestError(tlsMessage(code, err), { cause: err, kind: 'tls' });
   if (code) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err });
   return new TokenRequestError('auth server unreachable', { cause: err });
 }

@@ -7,14 +7,17 @@ import type { Logger } from '../observability/logger.js';
 import { createBackoff, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
 import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';
 import type { CredentialStore } from './credential-store.js';
-import { InvalidResponseError, SidecarError, TokenUnauthorizedError, TokenUnavailableError } from '../shared/errors.js';
+import { InvalidResponseError, SidecarError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError, TokenUnavailableError } from '../shared/errors.js';
 import { fingerprint, type SecretSet } from '../shared/secrets.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
+import { createGentokenBudget, type GentokenBudget } from './gentoken-budget.js';
+import { parseRetryAfter } from './retry-after.js';
+import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
-export type { RefreshResult };
+export type { RefreshResult, GentokenCause, GentokenTrigger };
 
 /** One obtained token and what it was obtained with. Immutable; replaced on every renewal. */
 export interface TokenSnapshot {
@@ -43,6 +46,12 @@ export interface TokenManagerOptions {
   file?: string;
   /** Longest wait of `acquire()` / `invalidate()` for an in-flight refresh, in ms. */
   tokenTimeoutMs: number;
+  /** `token.maxGentokenPerMinute`: hard ceiling on gentoken calls in any 60 s; undefined = none (tests only). */
+  maxGentokenPerMinute?: number;
+  /** `token.maxRetryAfterSeconds`: the longest Retry-After honoured; default 600. */
+  maxRetryAfterSeconds?: number;
+  /** `token.startJitterSeconds`: random delay up to this before the first gentoken call; default 0 (off). */
+  startJitterSeconds?: number;
 }
 
 export interface TokenManagerDeps {
@@ -55,11 +64,15 @@ export interface TokenManagerDeps {
   random?: () => number;
   /** Called once per gentoken attempt with its result and latency in seconds. */
   onRefresh?: (result: RefreshResult, seconds: number) => void;
+  /** Called once per failed gentoken attempt with its cause. */
+  onFailure?: (cause: GentokenCause) => void;
+  /** Called once per gentoken call held back by the budget or a Retry-After. */
+  onDeferred?: (trigger: GentokenTrigger) => void;
   options: TokenManagerOptions;
 }
 
 type Trigger = 'start' | 'renewal' | 'retry' | 'upstream 401' | 'rotation';
-type Failure = 'unauthorized' | 'invalid' | 'unreachable';
+type Failure = GentokenCause;
 
 /** A token is unusable within min(5 s, 10 % of its lifetime) of expiry: requests take time too. */
 const MAX_MARGIN_MS = 5_000;
@@ -72,6 +85,15 @@ const MIN_RENEW_DELAY_MS = 250;
 const INVALIDATE_INTERVAL_MS = 1_000;
 const MAX_INVALIDATE_INTERVAL_MS = 60_000;
 const READY = Object.freeze({ ready: true });
+const LIVE = Object.freeze({ live: true });
+/**
+ * Timers fire late when the event loop is busy; a scheduled attempt (or a request past its own
+ * deadline) later than this means the loop is dead or stuck, not merely slow.
+ */
+const LIVENESS_GRACE_MS = 60_000;
+const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
+/** Failures retried on the slow schedule: asking again soon cannot change the answer and may lock the key out. */
+const SLOW_CAUSES: ReadonlySet<GentokenCause> = new Set(['unauthorized', 'refused']);
 
 /**
  * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
@@ -104,6 +126,21 @@ export class TokenManager {
   #lastInvalidateAt = -Infinity;
   #started = false;
   #stopped = false;
+  /** The failure's own words (TLS detail, HTTP status) for the /readyz message of some causes. */
+  #failureDetail = '';
+  readonly #budget: GentokenBudget | undefined;
+  /** Monotonic ms before which no gentoken call is made (a Retry-After). */
+  #notBefore = -Infinity;
+  /** Monotonic ms the armed timer is due at; undefined when none is armed. */
+  #nextAt: number | undefined;
+  /** Monotonic ms the gentoken request in flight was sent; undefined when none is on the wire. */
+  #requestSentAt: number | undefined;
+  /** Wakes an attempt waiting for the budget or a Retry-After when stop() is called. */
+  #releaseGate: ((err: Error) => void) | undefined;
+  /** True from the first held-back call until a call passes without waiting: one log line per episode. */
+  #deferring = false;
+  readonly #onFailureCause: ((cause: GentokenCause) => void) | undefined;
+  readonly #onDeferred: ((trigger: GentokenTrigger) => void) | undefined;
 
   constructor(deps: TokenManagerDeps) {
     this.#client = deps.client;
@@ -118,19 +155,26 @@ export class TokenManager {
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
     this.#slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: this.#random });
     this.#fast = createBackoff({ ...TRANSIENT_BACKOFF, random: this.#random });
+    this.#budget = deps.options.maxGentokenPerMinute !== undefined ? createGentokenBudget(deps.options.maxGentokenPerMinute) : undefined;
+    this.#onFailureCause = deps.onFailure;
+    this.#onDeferred = deps.onDeferred;
   }
 
   /** Requests the first token now. Never throws: failures are logged and retried. */
   start(): void {
     if (this.#started || this.#stopped) return;
     this.#started = true;
-    this.#kick('start');
+    const jitterMs = (this.#options.startJitterSeconds ?? 0) * 1000;
+    // A fleet started at once (a deploy, a node reboot) would otherwise call gentoken in lock-step.
+    if (jitterMs > 0) this.#armAt(this.#clock.now() + Math.floor(this.#random() * jitterMs), () => this.#kick('start'));
+    else this.#kick('start');
   }
 
   /** Cancels timers; a request in flight finishes but schedules nothing. Idempotent. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#cancelTimer();
+    this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
     await this.#file?.flush();
   }
 
@@ -226,15 +270,61 @@ export class TokenManager {
     return this.current() ? READY : { ready: false, reason: this.#reason() };
   }
 
-  /** Scrape-time gauges (monotonic clock). */
-  gauges(): { ageSeconds: number; expiresInSeconds: number; valid: boolean } {
+  /**
+   * Liveness (`/healthz`, and the systemd watchdog): false only when the token loop itself is dead
+   * or stuck: no attempt on the wire and none scheduled, a scheduled attempt overdue, a request far
+   * past its deadline, or an attempt scheduled further ahead than any setting allows. A vendor that
+   * is down or rejects the credentials is readiness (`status()`), never liveness.
+   */
+  liveness(): { live: boolean; reason?: string } {
+    if (!this.#started || this.#stopped) return LIVE;
+    const now = this.#clock.now();
+    if (this.#requestSentAt !== undefined) {
+      const late = now - this.#requestSentAt - this.#options.tokenTimeoutMs;
+      return late > LIVENESS_GRACE_MS
+        ? { live: false, reason: `a gentoken request has been in flight for ${round((now - this.#requestSentAt) / 1000)} s, far beyond its deadline: the token loop is stuck` }
+        : LIVE;
+    }
+    if (this.#nextAt === undefined) return { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
+    if (now - this.#nextAt > LIVENESS_GRACE_MS) {
+      return { live: false, reason: `the scheduled gentoken attempt is ${round((now - this.#nextAt) / 1000)} s overdue: the token loop is stuck` };
+    }
+    if (this.#nextAt - now > this.#maxScheduleMs() + LIVENESS_GRACE_MS) {
+      return { live: false, reason: `the next gentoken attempt is scheduled ${round((this.#nextAt - now) / 1000)} s ahead, more than any setting allows` };
+    }
+    return LIVE;
+  }
+
+  /** Scrape-time gauges: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
+  gauges(): { ageSeconds: number; expiresInSeconds: number; valid: boolean; expiryTimestampSeconds: number; nextRefreshTimestampSeconds: number } {
     const t = this.#token;
     const now = this.#clock.now();
+    const wall = this.#clock.wallNow();
+    let next = 0;
+    if (this.#requestSentAt !== undefined) next = wall / 1000;
+    else if (this.#nextAt !== undefined) next = (wall + Math.max(0, this.#nextAt - now)) / 1000;
     return {
       ageSeconds: t ? (now - t.obtainedAt) / 1000 : 0,
       expiresInSeconds: t ? Math.max(0, t.expiresAt - now) / 1000 : 0,
       valid: this.current() !== undefined,
+      expiryTimestampSeconds: t ? (t.obtainedAtWall + t.lifetimeSeconds * 1000) / 1000 : 0,
+      nextRefreshTimestampSeconds: next,
     };
+  }
+
+  /** The furthest ahead any attempt is ever scheduled: a renewal, a backoff ceiling, a Retry-After, the start spread, the budget window. */
+  #maxScheduleMs(): number {
+    return Math.max(
+      this.#options.maxLifetimeSeconds * 1000,
+      UNAUTHORIZED_BACKOFF.capMs,
+      TRANSIENT_BACKOFF.capMs,
+      this.#maxRetryAfterMs(),
+      (this.#options.startJitterSeconds ?? 0) * 1000,
+    );
+  }
+
+  #maxRetryAfterMs(): number {
+    return (this.#options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS) * 1000;
   }
 
   #refresh(trigger: Trigger): Promise<TokenSnapshot> {
@@ -251,20 +341,29 @@ export class TokenManager {
 
   async #attempt(trigger: Trigger): Promise<TokenSnapshot> {
     this.#cancelTimer();
+    try {
+      // Through a microtask, so #inflight is set before this can settle even if the gate throws.
+      await Promise.resolve().then(() => this.#gate(trigger));
+    } catch (err) {
+      this.#inflight = undefined;
+      throw err;
+    }
     const creds = this.#credentials.current();
     const sentAt = this.#clock.now();
     const sentAtWall = this.#clock.wallNow();
+    this.#requestSentAt = sentAt;
     let result: AuthResult;
     try {
-      // Through a microtask, so #inflight is set before this can settle even if the client throws.
       result = await Promise.resolve().then(() => this.#client.requestToken(creds));
     } catch (err) {
       this.#inflight = undefined;
+      this.#requestSentAt = undefined;
       this.#onFailure(err, trigger, this.#clock.now() - sentAt);
       throw new TokenUnavailableError(this.#reason());
     }
     this.#secrets.addToken(result.token); // before anything could log it
     this.#inflight = undefined;
+    this.#requestSentAt = undefined;
     return this.#onSuccess(result, creds, sentAt, sentAtWall, trigger);
   }
 
@@ -306,16 +405,59 @@ export class TokenManager {
     return token;
   }
 
+  /**
+   * Waits until a gentoken call is allowed: after any Retry-After and within the per-minute budget,
+   * whatever the trigger. The wait is the loop's one timer, so liveness sees it scheduled.
+   */
+  async #gate(trigger: Trigger): Promise<void> {
+    let counted = false;
+    for (;;) {
+      if (this.#stopped) throw new TokenUnavailableError('the token manager was stopped');
+      const now = this.#clock.now();
+      const budgetWait = this.#budget?.waitMs(now) ?? 0;
+      const at = Math.max(this.#notBefore, now + budgetWait);
+      if (at <= now) {
+        this.#budget?.take(now);
+        if (!counted) this.#deferring = false;
+        return;
+      }
+      if (!counted) {
+        counted = true;
+        this.#onDeferred?.(trigger === 'upstream 401' ? 'upstream_401' : trigger);
+        if (!this.#deferring) {
+          this.#deferring = true;
+          this.#logger.warn('gentoken call deferred', {
+            trigger, by: budgetWait > 0 && now + budgetWait >= this.#notBefore ? 'token.maxGentokenPerMinute' : 'Retry-After',
+            waitSeconds: round((at - now) / 1000),
+          });
+        }
+      }
+      await new Promise<void>((resolve, reject) => {
+        this.#releaseGate = reject;
+        this.#armAt(at, resolve);
+      }).finally(() => { this.#releaseGate = undefined; });
+    }
+  }
+
   #onFailure(err: unknown, trigger: Trigger, latencyMs: number): void {
-    const failure: Failure =
-      err instanceof TokenUnauthorizedError ? 'unauthorized' : err instanceof InvalidResponseError ? 'invalid' : 'unreachable';
+    const failure = causeOf(err);
     this.#failure = failure;
+    this.#failureDetail = err instanceof TokenRequestError ? err.message : '';
     this.#onRefresh?.(failure === 'unauthorized' ? 'unauthorized' : 'error', latencyMs / 1000);
+    this.#onFailureCause?.(failure);
+    const now = this.#clock.now();
+    const retryAfterMs = err instanceof TokenRequestError
+      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#maxRetryAfterMs())
+      : undefined;
+    // A Retry-After binds every trigger (renewal, 401, rotation), not only the scheduled retry.
+    if (retryAfterMs !== undefined) this.#notBefore = Math.max(this.#notBefore, now + retryAfterMs);
     let retryInSeconds: number | undefined;
     if (!this.#stopped) {
-      // Even if the current token expires before the retry, keep the backoff: no tight loop.
-      const delay = (failure === 'unauthorized' ? this.#slow : this.#fast).next();
-      this.#armAt(this.#clock.now() + delay, () => this.#kick('retry'));
+      // Even if the current token expires before the retry, keep the backoff: no tight loop. A
+      // 429 without a Retry-After is told to slow down too: the slow schedule.
+      const slow = SLOW_CAUSES.has(failure) || (failure === 'rate_limited' && retryAfterMs === undefined);
+      const delay = Math.max((slow ? this.#slow : this.#fast).next(), retryAfterMs ?? 0);
+      this.#armAt(now + delay, () => this.#kick('retry'));
       retryInSeconds = round(delay / 1000);
     }
     const kept = this.current();
@@ -327,12 +469,14 @@ export class TokenManager {
       keptTokenExpiresInSeconds: kept ? round((kept.expiresAt - this.#clock.now()) / 1000) : undefined,
     };
     if (failure === 'unauthorized') this.#logger.error('token request rejected by the auth server', fields);
-    else this.#logger.warn('token request failed', fields);
+    else if (failure === 'refused') this.#logger.error('token request refused by the auth server (HTTP 403)', { ...fields, cause: failure });
+    else this.#logger.warn('token request failed', { ...fields, cause: failure });
   }
 
   /** Arms the single timer for monotonic time `at`, re-arming in steps no timer can overflow (docs/traps.md T15). */
   #armAt(at: number, fn: () => void): void {
     this.#cancelTimer();
+    this.#nextAt = at;
     const tick = () => {
       const remaining = at - this.#clock.now();
       if (remaining > 0) {
@@ -340,6 +484,7 @@ export class TokenManager {
         return;
       }
       this.#timer = undefined;
+      this.#nextAt = undefined;
       fn();
     };
     this.#timer = this.#clock.setTimeout(tick, Math.min(Math.max(at - this.#clock.now(), 0), MAX_TIMER_MS));
@@ -348,6 +493,7 @@ export class TokenManager {
   #cancelTimer(): void {
     this.#clock.clearTimeout(this.#timer);
     this.#timer = undefined;
+    this.#nextAt = undefined;
   }
 
   /**
@@ -380,13 +526,42 @@ export class TokenManager {
   }
 
   #reason(): string {
-    if (this.#failure === 'unauthorized') return 'credentials rejected by the auth server';
-    if (this.#failure !== undefined) {
-      return this.#failure === 'invalid' ? 'auth server sent an invalid response' : 'auth server unreachable';
-    }
+    if (this.#failure !== undefined) return this.#failureReason(this.#failure);
     if (!this.#token) return 'no token yet';
     return this.#bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
   }
+
+  /** The /readyz message of each failure cause: what happened and what to do. */
+  #failureReason(failure: Failure): string {
+    switch (failure) {
+      case 'unauthorized': return 'credentials rejected by the auth server';
+      case 'refused':
+        return 'gentoken refused (HTTP 403): this host\'s egress address is most likely not on the vendor\'s allow list; give the vendor\'s support team the egress address';
+      case 'tls': return `auth server certificate not trusted: ${this.#failureDetail}`;
+      case 'dns': return 'auth server name not found (DNS); check service.baseUrl and this host\'s resolver';
+      case 'connection_refused': return 'auth server refused the connection; check service.baseUrl and the egress path';
+      case 'timeout': return 'auth server timed out';
+      case 'server_error': return `auth server failed (${this.#failureDetail.replace(/^auth server answered /, '')})`;
+      case 'rate_limited': {
+        const wait = this.#notBefore - this.#clock.now();
+        return wait > 0
+          ? `auth server asked to slow down (Retry-After); no gentoken call for ${Math.ceil(wait / 1000)} s`
+          : 'auth server asked to slow down (HTTP 429)';
+      }
+      case 'invalid_response': return 'auth server sent an invalid response';
+      case 'http': return this.#failureDetail || 'auth server answered an unexpected HTTP status';
+      default: return 'auth server unreachable';
+    }
+  }
+}
+
+/** The metric and /readyz class of whatever a gentoken attempt threw. */
+function causeOf(err: unknown): GentokenCause {
+  if (err instanceof TokenUnauthorizedError) return 'unauthorized';
+  if (err instanceof TokenRefusedError) return 'refused';
+  if (err instanceof InvalidResponseError) return 'invalid_response';
+  if (err instanceof TokenRequestError) return err.kind;
+  return 'unreachable';
 }
 
 function round(n: number): number {
