@@ -158,8 +158,8 @@ describe('token manager: schedule', () => {
     assert.equal(t.manager.status().ready, true);
     await t.advance(1);
     assert.equal(t.manager.current(), undefined);
-    assert.deepEqual(t.manager.status(), { ready: false, reason: 'auth server unreachable' });
-    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: 'auth server unreachable' });
+    assert.deepEqual(t.manager.status(), { ready: false, reason: 'auth server failed (HTTP 503)' });
+    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: 'auth server failed (HTTP 503)' });
     await t.close();
   });
 
@@ -205,11 +205,15 @@ describe('token manager: schedule', () => {
 
   it('reports gauges on the monotonic clock', async () => {
     const t = await setup();
-    assert.deepEqual(t.manager.gauges(), { ageSeconds: 0, expiresInSeconds: 0, valid: false });
+    assert.deepEqual(t.manager.gauges(), { ageSeconds: 0, expiresInSeconds: 0, valid: false, expiryTimestampSeconds: 0, nextRefreshTimestampSeconds: 0 });
     t.manager.start();
     await t.advance(0);
+    const startWall = t.clock.wallNow() / 1000;
     await t.advance(100_000);
-    assert.deepEqual(t.manager.gauges(), { ageSeconds: 100, expiresInSeconds: 800, valid: true });
+    // random 0.5: renewal at 594 s minus 5 % of it = 564.3 s after the request.
+    assert.deepEqual(t.manager.gauges(), {
+      ageSeconds: 100, expiresInSeconds: 800, valid: true, expiryTimestampSeconds: startWall + 900, nextRefreshTimestampSeconds: startWall + 564.3,
+    });
     await t.close();
   });
 });
@@ -437,7 +441,7 @@ describe('credential source: after an upstream 401', () => {
 describe('token manager: failures and backoff', () => {
   for (const [name, reply, result, floor, base, cap, reason, level] of [
     ['401', { status: 401, body: { message: 'ApiKey blocked' } }, 'unauthorized', 1000, 5000, 300_000, 'credentials rejected by the auth server', 'error'],
-    ['500', { status: 500 }, 'error', 250, 1000, 60_000, 'auth server unreachable', 'warn'],
+    ['500', { status: 500 }, 'error', 250, 1000, 60_000, 'auth server failed (HTTP 500)', 'warn'],
     ['invalid 200', { status: 200, body: { token: 'a\r\nb', refreshToken: null, aliveSecondsTtl: 9 } }, 'error', 250, 1000, 60_000, 'auth server sent an invalid response', 'warn'],
   ] as const) {
     it(`retries a ${name} with delays within [floor, min(cap, base·2ⁿ)] on the fake clock`, async () => {
@@ -486,7 +490,7 @@ describe('token manager: failures and backoff', () => {
     t.respond = () => ({ status: 500 });
     t.manager.start();
     await t.advance(0);
-    assert.deepEqual(t.manager.status(), { ready: false, reason: 'auth server unreachable' });
+    assert.deepEqual(t.manager.status(), { ready: false, reason: 'auth server failed (HTTP 500)' });
     t.respond = () => t.issue();
     await t.advance(250);
     assert.equal(t.manager.current()?.generation, 1);

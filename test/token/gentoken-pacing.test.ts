@@ -1,0 +1,219 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { TokenRequestError, TokenUnauthorizedError } from '../../src/shared/errors.js';
+import { SecretSet } from '../../src/shared/secrets.js';
+import type { AuthResult, Credentials } from '../../src/token/token-client.js';
+import { TokenManager, type GentokenCause, type GentokenTrigger, type TokenManagerOptions } from '../../src/token/token-manager.js';
+import type { Clock, TimerHandle } from '../../src/shared/clock.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { captureLogger } from '../helpers/gentoken-server.js';
+
+type Answer = () => AuthResult | Error;
+
+/** A FakeClock whose next timer can be dropped: the loop's timer "never fires", as in a stuck event loop or a lost handle. */
+class DroppingClock extends FakeClock implements Clock {
+  dropNext = false;
+  override setTimeout(fn: () => void, ms: number): TimerHandle {
+    if (this.dropNext) {
+      this.dropNext = false;
+      return super.setTimeout(() => undefined, ms);
+    }
+    return super.setTimeout(fn, ms);
+  }
+}
+
+/** A manager on a fake clock with an in-memory gentoken client (no sockets: the timing alone is under test). */
+function setup(options: Partial<TokenManagerOptions> = {}, random: () => number = () => 0.5, clock = new DroppingClock()) {
+  const calls: Array<{ at: number; apiKey: string }> = [];
+  let answer: Answer = () => ({ token: `tkn-${calls.length}-abcdef`, refreshToken: null, aliveSecondsTtl: 900 });
+  const causes: GentokenCause[] = [];
+  const deferred: GentokenTrigger[] = [];
+  let creds: Credentials = { apiKey: 'key-1', password: 'pw-secret-1', version: 1 };
+  const log = captureLogger();
+  const manager = new TokenManager({
+    client: {
+      requestToken: async (c) => {
+        calls.push({ at: clock.now(), apiKey: c.apiKey });
+        const a = answer();
+        if (a instanceof Error) throw a;
+        return a;
+      },
+    },
+    credentials: { current: () => creds },
+    clock, logger: log.logger, secrets: new SecretSet(), random,
+    onFailure: (c) => causes.push(c),
+    onDeferred: (t) => deferred.push(t),
+    options: { renewAt: 0.66, maxLifetimeSeconds: 900, tokenTimeoutMs: 10_000, maxGentokenPerMinute: 12, maxRetryAfterSeconds: 600, ...options },
+  });
+  return {
+    clock, manager, calls, causes, deferred, log,
+    set answer(a: Answer) { answer = a; },
+    rotateCredentials(n: number) { creds = { apiKey: `key-${n}`, password: `pw-secret-${n}`, version: creds.version + 1 }; },
+    advance: (ms: number) => clock.advanceAsync(ms),
+  };
+}
+
+const rateLimited = (retryAfter: string) => () => new TokenRequestError('auth server asked to slow down (HTTP 429, Retry-After)', { upstreamStatus: 429, kind: 'rate_limited', retryAfter });
+const maxInAnyMinute = (times: number[]) => Math.max(0, ...times.map((t) => times.filter((u) => u >= t && u < t + 60_000).length));
+
+describe('gentoken budget in the manager', () => {
+  it('holds under a 401 storm from 200 concurrent requests, for ten minutes', async () => {
+    const t = setup();
+    t.manager.start();
+    await t.advance(0);
+    // A wave every 3 s: far enough apart that the 401 path's own slow-down does not engage, so
+    // only the budget stands between the waves and 20 gentoken calls a minute.
+    for (let wave = 0; wave < 200; wave++) {
+      const generation = t.manager.current()?.generation ?? 1;
+      for (let i = 0; i < 200; i++) void t.manager.invalidate(generation).catch(() => undefined);
+      await t.advance(3_000);
+    }
+    const times = t.calls.map((c) => c.at);
+    assert.ok(times.length > 12, `${times.length} calls: the storm did cause renewals`);
+    assert.ok(maxInAnyMinute(times) <= 12, `at most 12 in any minute, saw ${maxInAnyMinute(times)}`);
+    await t.manager.stop();
+  });
+
+  it('holds under credential flapping, counts the deferred calls by trigger and logs once per episode', async () => {
+    const t = setup();
+    t.manager.start();
+    await t.advance(0);
+    for (let i = 0; i < 100; i++) {
+      t.rotateCredentials(i % 2 === 0 ? 2 : 1);
+      void t.manager.rotate();
+      await t.advance(500);
+    }
+    const times = t.calls.map((c) => c.at);
+    assert.ok(maxInAnyMinute(times) <= 12, `at most 12 in any minute, saw ${maxInAnyMinute(times)}`);
+    assert.ok(t.deferred.includes('rotation'));
+    assert.ok(t.deferred.every((d) => d === 'rotation'));
+    const lines = t.log.lines.filter((l) => l.includes('gentoken call deferred'));
+    assert.equal(lines.length, 1, 'one line for the whole episode');
+    assert.match(lines[0]!, /token\.maxGentokenPerMinute/);
+    assert.ok(!t.log.text().includes('pw-secret'), 'no password in the log');
+    await t.manager.stop();
+  });
+});
+
+describe('Retry-After in the manager', () => {
+  for (const [name, value] of [['seconds', '120'], ['HTTP-date', 'Sun, 22 Nov 2026 12:02:00 GMT']] as const) {
+    it(`honours a Retry-After of ${name} for every trigger: retry, renewal, 401, rotation`, async () => {
+      // The fake clock starts at wall 2026-11-22 12:00:00 UTC, so the date is 120 s ahead too.
+      const t = setup({}, () => 0);
+      t.answer = rateLimited(value);
+      t.manager.start();
+      await t.advance(0);
+      assert.equal(t.calls.length, 1);
+      const firstAt = t.calls[0]!.at;
+      assert.match(t.manager.status().reason ?? '', /asked to slow down \(Retry-After\); no gentoken call for 120 s/);
+      t.answer = () => ({ token: 'tkn-ok-abcdef', refreshToken: null, aliveSecondsTtl: 900 });
+      // A 401 and a rotation during the wait start no call.
+      void t.manager.invalidate(0).catch(() => undefined);
+      t.rotateCredentials(2);
+      void t.manager.rotate();
+      await t.advance(119_999);
+      assert.equal(t.calls.length, 1, 'nothing before the Retry-After ends');
+      await t.advance(1);
+      assert.ok(t.calls.length >= 2);
+      assert.equal(t.calls[1]!.at - firstAt, 120_000);
+      // Now a renewal answered with Retry-After: the next call waits again.
+      const renewal = t.calls.length;
+      t.answer = rateLimited('300');
+      await t.advance(900_000);
+      const after = t.calls.slice(renewal);
+      assert.ok(after.length >= 2);
+      assert.ok(after[1]!.at - after[0]!.at >= 300_000, 'the retry after a renewal waited for its Retry-After');
+      await t.manager.stop();
+    });
+  }
+
+  it('caps a Retry-After at token.maxRetryAfterSeconds', async () => {
+    const t = setup({ maxRetryAfterSeconds: 30 }, () => 0);
+    t.answer = rateLimited('86400');
+    t.manager.start();
+    await t.advance(0);
+    await t.advance(30_000);
+    assert.equal(t.calls.length, 2);
+    assert.equal(t.calls[1]!.at - t.calls[0]!.at, 30_000);
+    await t.manager.stop();
+  });
+});
+
+describe('start spread', () => {
+  it('50 managers started at once on one clock spread their first calls over token.startJitterSeconds', async () => {
+    const clock = new DroppingClock();
+    let seed = 42;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const fleet = Array.from({ length: 50 }, () => setup({ startJitterSeconds: 60 }, random, clock));
+    const t0 = clock.now();
+    for (const m of fleet) m.manager.start();
+    await clock.advanceAsync(0);
+    assert.equal(fleet.filter((m) => m.calls.length > 0).length, 0, 'nobody calls at once');
+    assert.equal(fleet[0]!.manager.liveness().live, true, 'a delayed start is scheduled, hence live');
+    await clock.advanceAsync(60_000);
+    const firsts = fleet.map((m) => m.calls[0]!.at - t0);
+    assert.ok(firsts.every((d) => d >= 0 && d < 60_000));
+    for (let s = 0; s < 60_000; s += 10_000) {
+      const n = firsts.filter((d) => d >= s && d < s + 10_000).length;
+      assert.ok(n >= 3 && n <= 16, `${n} first calls in [${s}, ${s + 10_000}) ms`);
+    }
+    for (const m of fleet) await m.manager.stop();
+  });
+
+  it('0 (the default) calls at once', async () => {
+    const t = setup({ startJitterSeconds: 0 });
+    t.manager.start();
+    await t.advance(0);
+    assert.equal(t.calls.length, 1);
+    await t.manager.stop();
+  });
+});
+
+describe('liveness of the token loop', () => {
+  for (const [name, answer] of [
+    ['an unreachable vendor', () => new TokenRequestError('auth server unreachable: ECONNREFUSED', { kind: 'connection_refused' })],
+    ['a vendor rejecting the credentials', () => new TokenUnauthorizedError('ApiKey blocked')],
+  ] as const) {
+    it(`stays live for ${name} over hours, and is not ready`, async () => {
+      const t = setup();
+      t.answer = answer;
+      t.manager.start();
+      for (let i = 0; i < 240; i++) {
+        await t.advance(30_000);
+        assert.deepEqual(t.manager.liveness(), { live: true });
+      }
+      assert.equal(t.manager.status().ready, false);
+      await t.manager.stop();
+    });
+  }
+
+  it('fails when the loop\'s timer is dropped, and says why', async () => {
+    const t = setup();
+    t.manager.start();
+    await t.advance(0);
+    assert.deepEqual(t.manager.liveness(), { live: true });
+    // The renewal fires and fails; the retry timer it arms is dropped and never fires.
+    t.clock.dropNext = true;
+    t.answer = () => new TokenRequestError('auth server unreachable: ECONNREFUSED', { kind: 'connection_refused' });
+    await t.advance(600_000);
+    const callsThen = t.calls.length;
+    await t.advance(120_000);
+    assert.equal(t.calls.length, callsThen, 'the loop is stuck');
+    const l = t.manager.liveness();
+    assert.equal(l.live, false);
+    assert.match(l.reason ?? '', /overdue: the token loop is stuck/);
+    await t.manager.stop();
+    assert.deepEqual(t.manager.liveness(), { live: true }, 'a stopped manager is shutting down, not stuck');
+  });
+
+  it('wall-clock gauges: expiry and next refresh in Unix seconds', async () => {
+    const t = setup({}, () => 0);
+    t.manager.start();
+    await t.advance(0);
+    const g = t.manager.gauges();
+    const wall = t.clock.wallNow() / 1000;
+    assert.equal(g.expiryTimestampSeconds, wall + 900);
+    assert.equal(g.nextRefreshTimestampSeconds, wall + 594);
+    await t.manager.stop();
+  });
+});
