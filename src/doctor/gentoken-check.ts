@@ -1,4 +1,4 @@
-import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
+import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
 import { gentokenUrl, type AuthResult, type Credentials, type TokenClient, type TokenClientOptions } from '../token/token-client.js';
 import { API_PREFIX } from '../shared/api-paths.js';
 import type { DoctorStep } from './doctor-report.js';
@@ -35,6 +35,13 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
         : 'the service rejected credentials.apiKey or credentials.password (or this machine\'s address): check them with the support team',
     };
   }
+  if (err instanceof TokenRefusedError) {
+    return {
+      status: 403,
+      detail: `POST ${url} → 403: ${err.serverMessage}`,
+      hint: 'the service refused this host: its egress address is most likely not on the vendor\'s allow list; give the support team the egress address',
+    };
+  }
   if (err instanceof InvalidResponseError) {
     return {
       status: 200,
@@ -60,10 +67,24 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
       hint: `if you trust ${to}, set service.baseUrl to its API root`,
     };
   }
+  const kind = err instanceof TokenRequestError ? err.kind : undefined;
+  if (kind === 'rate_limited') {
+    const after = err instanceof TokenRequestError && err.retryAfter !== undefined ? ` (Retry-After: ${err.retryAfter})` : '';
+    return { status, detail: `POST ${url} → ${status}${after}`, hint: 'the service asks to slow down: wait, and check that replicas sharing the ApiKey do not call gentoken too often (token.maxGentokenPerMinute)' };
+  }
   if (status !== undefined) {
     return { status, detail: `POST ${url} → ${status}`, hint: 'the service failed to issue a token: retry later, or tell the support team' };
   }
   const message = err instanceof Error ? err.message : String(err);
+  if (kind === 'tls') {
+    return { detail: `POST ${url} failed: ${message}`, hint: 'the server certificate is not trusted: set service.caFile to the CA that signed it (or fix the name in service.baseUrl)' };
+  }
+  if (kind === 'dns') {
+    return { detail: `POST ${url} failed: ${message}`, hint: 'the host name in service.baseUrl does not resolve: check its spelling and this host\'s DNS' };
+  }
+  if (kind === 'connection_refused') {
+    return { detail: `POST ${url} failed: ${message}`, hint: 'nothing accepts connections at service.baseUrl: check the port and any egress proxy or firewall' };
+  }
   return {
     detail: `POST ${url} failed: ${message}`,
     hint: /timed out/.test(message)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { InvalidResponseError, TokenRequestError, TokenUnauthorizedError } from '../../src/shared/errors.js';
+import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../../src/shared/errors.js';
 import { createTokenClient, gentokenUrl, type Credentials } from '../../src/token/token-client.js';
 import { loadTrustedCas } from '../../src/shared/tls.js';
 import { generateTlsMaterial } from '../../src/simulator/certs.js';
@@ -140,6 +140,7 @@ describe('token client', () => {
     await client.close();
     assert.ok(error instanceof TokenRequestError);
     assert.equal(error.message, 'auth server unreachable: ECONNREFUSED');
+    assert.equal(error.kind, 'connection_refused');
   });
 
   it('refuses a server certified by a CA it does not trust', async () => {
@@ -150,14 +151,67 @@ describe('token client', () => {
     await client.close();
     await server.close();
     assert.ok(error instanceof TokenRequestError);
-    assert.match(error.message, /^TLS: [A-Z_]+$/);
+    assert.equal(error.kind, 'tls');
+    // The OpenSSL code, what it means and where to fix it; never "unreachable".
+    assert.match(error.message, /^TLS: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY): the (server certificate|issuer).* not (signed by a )?trusted.*; check service\.caFile$/);
     assert.equal(server.requests.length, 0);
+  });
+
+  it('names the certificate when it is issued for another host name', async () => {
+    const wrong = await generateTlsMaterial(['other.example']);
+    const server = await startGentokenServer(undefined, wrong);
+    const client = createTokenClient({ baseUrl: server.url, ca: { file: 'ca.pem', extraPem: wrong.caPem }, timeoutMs: 5000 });
+    const error = await client.requestToken(creds).catch((e: unknown) => e);
+    await client.close();
+    await server.close();
+    assert.ok(error instanceof TokenRequestError);
+    assert.equal(error.kind, 'tls');
+    assert.match(error.message, /^TLS: ERR_TLS_CERT_ALTNAME_INVALID: the server certificate is not issued for this host name .*; check service\.caFile$/);
+  });
+
+  it('classifies a 403 as refused, with the server message scrubbed of the credentials', async () => {
+    const { error } = await exchange({ status: 403, body: { message: `address not allowed for ${creds.apiKey}` } });
+    assert.ok(error instanceof TokenRefusedError);
+    assert.equal(error.code, 'SIDECAR_ERR_TOKEN_REFUSED');
+    assert.match(error.message, /^gentoken refused \(HTTP 403\): address not allowed for \[REDACTED\]$/);
+    assertNoSecret(error);
+    const bare = await exchange({ status: 403 });
+    assert.ok(bare.error instanceof TokenRefusedError);
+    assert.equal(bare.error.serverMessage, 'no message');
+  });
+
+  for (const [status, retryAfter] of [[429, '30'], [503, 'Sun, 22 Nov 2026 12:02:00 GMT'], [429, undefined]] as const) {
+    it(`classifies a ${status}${retryAfter ? ` with Retry-After ${retryAfter}` : ' without Retry-After'} as rate_limited and passes the header on`, async () => {
+      const { error } = await exchange({ status, ...(retryAfter ? { headers: { 'Retry-After': retryAfter } } : {}) });
+      assert.ok(error instanceof TokenRequestError);
+      assert.equal(error.kind, 'rate_limited');
+      assert.equal(error.upstreamStatus, status);
+      assert.equal(error.retryAfter, retryAfter);
+    });
+  }
+
+  it('classifies a 503 without Retry-After as a server error, a 418 as http', async () => {
+    const a = await exchange({ status: 503 });
+    assert.ok(a.error instanceof TokenRequestError);
+    assert.equal(a.error.kind, 'server_error');
+    const b = await exchange({ status: 418 });
+    assert.ok(b.error instanceof TokenRequestError);
+    assert.equal(b.error.kind, 'http');
+  });
+
+  it('classifies an unknown host name as dns', async () => {
+    const client = createTokenClient({ baseUrl: 'https://no-such-host.invalid', timeoutMs: 5000 });
+    const error = await client.requestToken(creds).catch((e: unknown) => e);
+    await client.close();
+    assert.ok(error instanceof TokenRequestError);
+    assert.equal(error.kind, 'dns');
   });
 
   it('gives up after timeoutMs', async () => {
     const { error } = await exchange({ hang: true }, 300);
     assert.ok(error instanceof TokenRequestError);
     assert.equal(error.message, 'timed out after 300ms');
+    assert.equal(error.kind, 'timeout');
   });
 
   it('a timeoutMs above 2^31-1 is clamped, not turned into a 1 ms deadline (docs/traps.md T15)', async () => {
