@@ -47,6 +47,15 @@ describe('admin handler', () => {
     await http.head('/healthz').expect(200);
   });
 
+  it('answers /healthz 503 with the reason when the token loop is not live, 200 again when it is', async () => {
+    let state: { live: boolean; reason?: string } = { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
+    const { http } = await start({ live: () => state, health: () => ({ ready: false, reason: 'credentials rejected by the auth server' }) });
+    const res = await http.get('/healthz').expect(503);
+    assert.deepEqual(res.body, { status: 'not live', message: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' });
+    state = { live: true };
+    assert.deepEqual((await http.get('/healthz').expect(200)).body, { status: 'ok' }, 'not ready is not unhealthy');
+  });
+
   it('answers /readyz 200 when ready and 503 with the reason when not', async () => {
     let state: { ready: boolean; reason?: string } = { ready: true };
     const { http } = await start({ health: () => state });
