@@ -99,7 +99,7 @@ describe('dashboard and alert rules', () => {
   it('gives every alert a severity, summary, description and runbook', () => {
     assert.deepEqual(rules.map((r) => r.alert).sort(), [
       'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
-      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
+      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenRenewalOverdue', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
     ]);
     for (const rule of rules) {
       assert.match(rule.labels?.severity ?? '', /^(critical|warning)$/, rule.alert);
