@@ -139,6 +139,8 @@ export class TokenManager {
   #releaseGate: ((err: Error) => void) | undefined;
   /** True from the first held-back call until a call passes without waiting: one log line per episode. */
   #deferring = false;
+  /** Monotonic ms a held-back attempt waits for; undefined when no attempt is held back. */
+  #gatedUntil: number | undefined;
   readonly #onFailureCause: ((cause: GentokenCause) => void) | undefined;
   readonly #onDeferred: ((trigger: GentokenTrigger) => void) | undefined;
 
@@ -187,7 +189,8 @@ export class TokenManager {
   acquire(): TokenSnapshot | Promise<TokenSnapshot> {
     const token = this.current();
     if (token) return token;
-    if (this.#inflight) return this.#bounded(this.#inflight);
+    // An attempt held back by the budget or a Retry-After may wait far longer than a request should.
+    if (this.#inflight && this.#gatedUntil === undefined) return this.#bounded(this.#inflight);
     return Promise.reject(new TokenUnavailableError(this.#reason()));
   }
 
@@ -432,10 +435,14 @@ export class TokenManager {
           });
         }
       }
+      this.#gatedUntil = at;
       await new Promise<void>((resolve, reject) => {
         this.#releaseGate = reject;
         this.#armAt(at, resolve);
-      }).finally(() => { this.#releaseGate = undefined; });
+      }).finally(() => {
+        this.#releaseGate = undefined;
+        this.#gatedUntil = undefined;
+      });
     }
   }
 
@@ -527,6 +534,9 @@ export class TokenManager {
 
   #reason(): string {
     if (this.#failure !== undefined) return this.#failureReason(this.#failure);
+    if (this.#gatedUntil !== undefined) {
+      return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((this.#gatedUntil - this.#clock.now()) / 1000)} s`;
+    }
     if (!this.#token) return 'no token yet';
     return this.#bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
   }

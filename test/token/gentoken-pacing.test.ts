@@ -87,6 +87,9 @@ describe('gentoken budget in the manager', () => {
     assert.ok(maxInAnyMinute(times) <= 12, `at most 12 in any minute, saw ${maxInAnyMinute(times)}`);
     assert.ok(t.deferred.includes('rotation'));
     assert.ok(t.deferred.every((d) => d === 'rotation'));
+    // While a rotation waits for the budget with no usable token, requests are told why at once.
+    const held = t.manager.status();
+    if (!held.ready) assert.match(held.reason ?? '', /held back by token\.maxGentokenPerMinute|no token yet|expired/);
     const lines = t.log.lines.filter((l) => l.includes('gentoken call deferred'));
     assert.equal(lines.length, 1, 'one line for the whole episode');
     assert.match(lines[0]!, /token\.maxGentokenPerMinute/);
@@ -214,6 +217,24 @@ describe('liveness of the token loop', () => {
     const wall = t.clock.wallNow() / 1000;
     assert.equal(g.expiryTimestampSeconds, wall + 900);
     assert.equal(g.nextRefreshTimestampSeconds, wall + 594);
+    await t.manager.stop();
+  });
+});
+
+describe('requests while an attempt is held back', () => {
+  it('acquire() rejects at once with the reason instead of waiting for a held-back attempt', async () => {
+    const t = setup({ maxGentokenPerMinute: 1, maxLifetimeSeconds: 10 }, () => 0);
+    t.manager.start();
+    await t.advance(0);
+    // The token expires (usable until 9 s); its renewal at 6.6 s is held back until 60 s.
+    await t.advance(10_000);
+    assert.equal(t.calls.length, 1);
+    const started = t.clock.now();
+    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: /^gentoken calls held back by token\.maxGentokenPerMinute; next in 50 s$/ });
+    assert.equal(t.clock.now(), started, 'no wait');
+    await t.advance(50_000);
+    assert.equal(t.calls.length, 2);
+    assert.equal(t.manager.status().ready, true);
     await t.manager.stop();
   });
 });
