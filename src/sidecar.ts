@@ -26,6 +26,8 @@ export interface SidecarDeps {
   registry?: Registry;
   /** Source of randomness for renewal jitter and backoff (tests pass a fixed one). */
   random?: () => number;
+  /** The config file it runs with (`run --config`), named in hints such as the doctor command line. */
+  configPath?: string;
 }
 
 export interface Sidecar {
@@ -81,7 +83,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
 
   const health = () => {
     if (draining) return { ready: false, reason: 'shutting down' };
-    return service ? service.tokens.status() : { ready: false, reason: 'starting' };
+    if (!service) return { ready: false, reason: 'starting' };
+    // A wrong token.attach is a warning, not unreadiness: a 401 may be one endpoint's own answer,
+    // and taking the pod out of service would stop the requests that do work.
+    const warnings = service.tokens.warnings();
+    return warnings.length ? { ...service.tokens.status(), warnings } : service.tokens.status();
   };
 
   function start() {
@@ -95,8 +101,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
-    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held });
-    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}) });
+    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false });
+    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}) });
     service = part;
     const routes: ProxyRoute[] = [part.route];
     const l10n = config.localization;

@@ -6,8 +6,11 @@ import { sendJsonBody, sendText } from '../shared/send-json.js';
 export interface AdminOptions {
   /** The sidecar's own registry, rendered at `/metrics`. */
   registry: Registry;
-  /** Readiness: ready only while a valid token is held and the sidecar is not draining. */
-  health: () => { ready: boolean; reason?: string };
+  /**
+   * Readiness: ready only while a valid token is held and the sidecar is not draining. `warnings`
+   * are conditions an operator should see that do not make the sidecar unready.
+   */
+  health: () => { ready: boolean; reason?: string; warnings?: readonly string[] };
   /**
    * Liveness for `/healthz`: false only when the process should be restarted (the token loop is
    * dead or stuck). Omitted = always live.
@@ -61,9 +64,10 @@ export function createAdminHandler({ registry, health, live, allow, onShutdown, 
       else sendJsonBody(res, 503, { status: 'not live', message: state.reason ?? 'not live' });
     }]])],
     ['/readyz', new Map([['GET', (_req, res) => {
-      const { ready, reason } = health();
-      if (ready) sendJsonBody(res, 200, { status: 'ready' });
-      else sendJsonBody(res, 503, { status: 'not ready', message: reason ?? 'not ready' });
+      const { ready, reason, warnings } = health();
+      const extra = warnings?.length ? { warnings } : {};
+      if (ready) sendJsonBody(res, 200, { status: 'ready', ...extra });
+      else sendJsonBody(res, 503, { status: 'not ready', message: reason ?? 'not ready', ...extra });
     }]])],
     ['/metrics', new Map([['GET', async (_req, res) => {
       // registry.metrics() is async (docs/traps.md T26); a rejection becomes the generic 500 below.

@@ -63,12 +63,16 @@ export interface Metrics {
   localResponse(route: RouteName, code: number): void;
   /** A connection refused as it opened: a source outside admin.allow, or over its per-source limit. */
   connectionRefused(listener: ListenerName, reason: ConnectionRefusalReason): void;
+  /** A young, accepted token this process still held was rejected: another holder of the ApiKey? */
+  tokenSuperseded(): void;
 }
 
 /** State read at scrape time besides the token's. */
 export interface ScrapeGauges {
   /** Bytes of request bodies held for replay right now. */
   replayHeldBytes(): number;
+  /** True while freshly obtained tokens keep being rejected (token.attach is suspect). */
+  attachSuspect?(): boolean;
 }
 
 const PREFIX = 'b2b_sidecar_';
@@ -210,6 +214,13 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   });
   for (const listener of LISTENERS) for (const reason of REFUSALS) refused.labels(listener, reason).inc(0);
   new Gauge({
+    name: `${PREFIX}attach_suspect`, help: '1 while requests get 401 even with freshly obtained tokens (token.attach probably presents the token wrongly; run doctor --discover-attach), else 0.', registers,
+    collect() { this.set(scrape.attachSuspect?.() ? 1 : 0); },
+  });
+  const superseded = new Counter({
+    name: `${PREFIX}token_superseded_total`, help: 'Tokens this process still held that the service rejected long before expiry after accepting them: most likely another process obtains tokens with the same ApiKey.', registers,
+  });
+  new Gauge({
     name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,
     collect() { this.set(scrape.replayHeldBytes()); },
   });
@@ -228,6 +239,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     upstreamRetried: (reason) => retries.labels(reason).inc(),
     replayCaptureDropped: (reason) => replayDropped.labels(reason).inc(),
     connectionRefused: (listener, reason) => refused.labels(listener, reason).inc(),
+    tokenSuperseded: () => superseded.inc(),
     localResponse(route, code) {
       // Off the hot path (error answers only): a label lookup per call is fine.
       localResponses.labels(route === 'localization' ? 'localization' : 'service', String(statusLabel(code))).inc();

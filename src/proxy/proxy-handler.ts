@@ -192,9 +192,13 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       writeResponse(route, req, res, upstream, started);
     };
     const answered = (upstream: UpstreamResponse): void | Promise<void> => {
-      if (upstream.status !== 401 || !route.credentials.renewAfterUnauthorized) return deliver(upstream);
+      if (upstream.status !== 401 || !route.credentials.renewAfterUnauthorized) {
+        // Not a 401: the service took the token (the 401 rules start over, rejection-policy.ts).
+        route.credentials.accepted?.(credentials);
+        return deliver(upstream);
+      }
       metrics.upstreamUnauthorized();
-      return replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream', async (renewed) => {
+      return replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream', path, async (renewed) => {
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) return undefined;
         body = again;
@@ -218,19 +222,19 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
    * when the body cannot be sent again (streamed, or its copy given up); the 401 is then passed back.
    */
   async function replayAfterUnauthorized(
-    route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean,
+    route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean, path: string,
     resend: (renewed: RouteCredentials) => Promise<UpstreamResponse | undefined>,
   ): Promise<UpstreamResponse> {
     const renew = route.credentials.renewAfterUnauthorized!;
     if (streamed) {
       // The body is gone, so no replay; but the token is still renewed for the next requests.
-      renew(credentials).catch(() => undefined);
+      renew(credentials, path).catch(() => undefined);
       return rejected;
     }
     const held = await hold(rejected);
     let renewed: RouteCredentials | undefined;
     try {
-      renewed = await renew(credentials);
+      renewed = await renew(credentials, path);
     } catch (err) {
       logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
     }
@@ -240,6 +244,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const replayed = await resend(renewed);
     if (!replayed) return held;
     if (replayed.status === 401) metrics.upstreamUnauthorized();
+    else route.credentials.accepted?.(renewed);
     return replayed;
   }
 

@@ -18,14 +18,17 @@ export interface CredentialSource {
    * or the auth server failing): the 401 is then passed back rather than replayed with the
    * token the service just rejected.
    */
-  renewAfterUnauthorized?(used: RouteCredentials): Promise<RouteCredentials | undefined>;
+  renewAfterUnauthorized?(used: RouteCredentials, path?: string): Promise<RouteCredentials | undefined>;
+  /** Present for renewable routes: a request with `used` got an answer other than 401 (per response: cheap). */
+  accepted?(used: RouteCredentials): void;
 }
 
 /** The token-manager surface the proxy needs (see token-manager.ts). */
 export interface TokenSource<S extends TokenLike = TokenLike> {
   current(): S | undefined;
   acquire(): S | Promise<S>;
-  invalidate(generation: number): Promise<S>;
+  invalidate(generation: number, path?: string): Promise<S>;
+  accepted?(generation: number): void;
 }
 
 export interface TokenLike {
@@ -60,11 +63,12 @@ export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttac
     async acquire() {
       return wrap(await tokens.acquire());
     },
-    async renewAfterUnauthorized(used) {
-      const token = await tokens.invalidate(used.generation);
+    async renewAfterUnauthorized(used, path) {
+      const token = await tokens.invalidate(used.generation, path);
       // invalidate() settles to the held token when it may not renew; that one was just rejected.
       return token.generation > used.generation ? wrap(token) : undefined;
     },
+    accepted: (used) => tokens.accepted?.(used.generation),
   };
 }
 

@@ -87,6 +87,7 @@ export async function startServicePart(config: Config, deps: {
   logger: Logger;
   secrets: SecretSet;
   random?: () => number;
+  configPath?: string;
 }): Promise<ServicePart> {
   const { group, logger, secrets, clock } = deps;
   const credentials = await group.started(createCredentialStore(config.credentials, { logger, secrets }), (c) => c.close());
@@ -96,6 +97,8 @@ export async function startServicePart(config: Config, deps: {
     onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
     onFailure: (cause) => deps.metrics.tokenRequestFailed(cause),
     onDeferred: (trigger) => deps.metrics.gentokenDeferred(trigger),
+    onSuperseded: () => deps.metrics.tokenSuperseded(),
+    ...(deps.configPath ? { configPath: deps.configPath } : {}),
     options: tokenManagerOptions(config),
   }), (m) => m.stop());
   const engine = await group.started(

@@ -14,6 +14,7 @@ import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 import { createGentokenBudget, type GentokenBudget } from './gentoken-budget.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
+import { RejectionPolicy, SUPERSEDED_WINDOW_MS } from './rejection-policy.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -68,6 +69,10 @@ export interface TokenManagerDeps {
   onFailure?: (cause: GentokenCause) => void;
   /** Called once per gentoken call held back by the budget or a Retry-After. */
   onDeferred?: (trigger: GentokenTrigger) => void;
+  /** Called for each rejection of a young, accepted token this process still held (another holder of the key?). */
+  onSuperseded?: () => void;
+  /** The config file the process runs with, for the doctor command a hint prints. */
+  configPath?: string;
   options: TokenManagerOptions;
 }
 
@@ -82,8 +87,6 @@ const JITTER_FRACTION = 0.1;
 /** Even when a response arrives after its renewal time, do not renew back to back. */
 const MIN_RENEW_DELAY_MS = 250;
 /** Upstream 401s may start at most one refresh per this interval. */
-const INVALIDATE_INTERVAL_MS = 1_000;
-const MAX_INVALIDATE_INTERVAL_MS = 60_000;
 const READY = Object.freeze({ ready: true });
 const LIVE = Object.freeze({ live: true });
 /**
@@ -112,7 +115,11 @@ export class TokenManager {
   readonly #file: TokenFileWriter | undefined;
   #deferred: Promise<TokenSnapshot> | undefined;
   #mintedAfter401: TokenSnapshot | undefined;
-  #invalidateInterval = INVALIDATE_INTERVAL_MS;
+  readonly #rejections = new RejectionPolicy();
+  /** Highest generation a non-401 answer was seen for. */
+  #acceptedUpTo = 0;
+  readonly #onSuperseded: (() => void) | undefined;
+  readonly #configPath: string | undefined;
   readonly #slow: Backoff;
   readonly #fast: Backoff;
   #token: TokenSnapshot | undefined;
@@ -153,6 +160,8 @@ export class TokenManager {
     const random = deps.random ?? Math.random;
     this.#random = () => Math.min(Math.max(random(), 0), 1);
     this.#onRefresh = deps.onRefresh;
+    this.#onSuperseded = deps.onSuperseded;
+    this.#configPath = deps.configPath;
     this.#options = deps.options;
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
     this.#slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: this.#random });
@@ -195,10 +204,12 @@ export class TokenManager {
   }
 
   /**
-   * The service answered 401 to a request that carried `generation`. Starts at most one refresh
-   * per generation and per second; while gentoken is failing, the scheduled retry is left alone.
+   * The service answered 401 to a request that carried `generation` (for `path`, named in the
+   * hint when token.attach looks wrong). Starts at most one refresh per generation and per
+   * interval; while gentoken is failing, the scheduled retry is left alone. What the rejection
+   * means is judged by `rejection-policy.ts`.
    */
-  invalidate(generation: number): Promise<TokenSnapshot> {
+  invalidate(generation: number, path?: string): Promise<TokenSnapshot> {
     const token = this.#token;
     if (this.#stopped) return this.#settled();
     // A newer token is safe to reuse only if it was minted because of a 401: it then postdates
@@ -209,10 +220,10 @@ export class TokenManager {
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#failure !== undefined) return this.#settled();
     const now = this.#clock.now();
-    const wait = this.#lastInvalidateAt + this.#invalidateInterval - now;
-    // Escalated: tokens minted right after a 401 were rejected too, so the 401s are not about
-    // the token (or the service is broken). Pass them back at once instead of holding requests.
-    if (wait > 0 && this.#invalidateInterval > INVALIDATE_INTERVAL_MS) return this.#settled();
+    const wait = this.#lastInvalidateAt + this.#rejections.renewIntervalMs - now;
+    // token.attach suspect: fresh tokens keep being rejected, so the 401s are not about the token.
+    // Pass them back at once instead of holding requests for a renewal that will not help.
+    if (wait > 0 && this.#rejections.attachSuspect) return this.#settled();
     if (wait > 0) {
       // Too soon after the last 401-triggered refresh: defer one refresh to the end of the
       // window and let every 401 in the meantime wait for it, so a service rejecting every
@@ -220,25 +231,17 @@ export class TokenManager {
       this.#deferred ??= new Promise<TokenSnapshot>((resolve, reject) => {
         this.#clock.setTimeout(() => {
           this.#deferred = undefined;
-          this.invalidate(generation).then(resolve, reject);
+          this.invalidate(generation, path).then(resolve, reject);
         }, wait);
       });
       return this.#bounded(this.#deferred);
     }
     this.#lastInvalidateAt = now;
     const rejectedCurrent = token !== undefined && token.generation === generation;
-    if (rejectedCurrent && this.#mintedAfter401 === token && now - token.obtainedAt <= 2 * this.#invalidateInterval) {
-      // A token obtained because of a 401 was rejected again right away: the 401s are probably not
-      // about the token. Back off 401-triggered refreshes (1 s, 2 s, 4 s … 60 s) so they cannot
-      // lock the credentials out. Revocations spaced further apart reset the interval.
-      this.#invalidateInterval = Math.min(this.#invalidateInterval * 2, MAX_INVALIDATE_INTERVAL_MS);
-      this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', {
-        fingerprint: token.fingerprint, nextAllowedInSeconds: this.#invalidateInterval / 1000,
-      });
-    } else {
-      this.#invalidateInterval = INVALIDATE_INTERVAL_MS;
+    if (rejectedCurrent) {
+      this.#bad = true;
+      this.#judgeRejection(token, now, path);
     }
-    if (rejectedCurrent) this.#bad = true;
     this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
     const refreshed = this.#refresh('upstream 401').catch((err: unknown) => {
       // The auth server failed, not necessarily the token: keep serving it while it is valid.
@@ -246,6 +249,53 @@ export class TokenManager {
       throw err;
     });
     return this.#bounded(refreshed);
+  }
+
+  /**
+   * A request carrying `generation` got an answer other than 401: the token is accepted, and the
+   * rejection state starts over. On the request path: a comparison when nothing changed.
+   */
+  accepted(generation: number): void {
+    if (generation <= this.#acceptedUpTo) return;
+    this.#acceptedUpTo = generation;
+    const wasSuspect = this.#rejections.attachSuspect;
+    this.#rejections.accepted(generation);
+    if (wasSuspect) this.#logger.info('the service accepts the token again; token.attach is no longer suspect', { generation });
+  }
+
+  /** Non-fatal conditions `/readyz` reports beside its verdict. */
+  warnings(): string[] {
+    return this.#rejections.attachSuspect
+      ? ['requests get 401 even with freshly obtained tokens: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe PATH --discover-attach)']
+      : [];
+  }
+
+  /** True while fresh tokens keep being rejected (the `b2b_sidecar_attach_suspect` gauge). */
+  attachSuspect(): boolean {
+    return this.#rejections.attachSuspect;
+  }
+
+  #judgeRejection(token: TokenSnapshot, now: number, path: string | undefined): void {
+    const verdict = this.#rejections.rejected({
+      generation: token.generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds,
+      afterUnauthorized: this.#mintedAfter401 === token,
+    }, now);
+    if (verdict.kind === 'superseded') {
+      this.#onSuperseded?.();
+      if (verdict.tripped) {
+        this.#logger.warn('tokens this process still holds are rejected long before they expire: another process is probably obtaining tokens with the same ApiKey (the service keeps one token per key). Give each replica its own ApiKey, or run one sidecar per key', {
+          rejections: verdict.count, windowMinutes: SUPERSEDED_WINDOW_MS / 60_000,
+        });
+      }
+    } else if (verdict.kind === 'fresh-rejected') {
+      const fields = { fingerprint: token.fingerprint, inARow: verdict.consecutive, nextAllowedInSeconds: this.#rejections.renewIntervalMs / 1000 };
+      if (verdict.enteredSuspect) {
+        const probe = path ? path.split('?')[0]!.slice(0, 200) : '<a GET path that needs the token>';
+        this.#logger.error(`freshly obtained tokens are rejected too: token.attach probably presents the token in a way the service does not accept. Find the right way with: b2b-sidecar doctor --config ${this.#configPath ?? '<config file>'} --probe ${probe} --discover-attach`, fields);
+      } else if (!verdict.suspect) {
+        this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', fields);
+      }
+    }
   }
 
   /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */

@@ -98,14 +98,15 @@ describe('dashboard and alert rules', () => {
 
   it('gives every alert a severity, summary, description and runbook', () => {
     assert.deepEqual(rules.map((r) => r.alert).sort(), [
-      'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
-      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenRenewalOverdue', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
+      'B2BSidecarAttachSuspect', 'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
+      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenRenewalOverdue', 'B2BSidecarTokenSuperseded', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
     ]);
     for (const rule of rules) {
       assert.match(rule.labels?.severity ?? '', /^(critical|warning)$/, rule.alert);
-      for (const key of ['summary', 'description', 'runbook']) {
+      for (const key of ['summary', 'description']) {
         assert.ok((rule.annotations?.[key] ?? '').length > 10, `${rule.alert} has annotations.${key}`);
       }
+      assert.ok((rule.annotations?.runbook_url ?? rule.annotations?.runbook ?? '').length > 10, `${rule.alert} has a runbook`);
     }
   });
 

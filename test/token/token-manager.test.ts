@@ -293,29 +293,37 @@ describe('token manager: single flight and invalidation', () => {
     await t.close();
   });
 
-  it('backs off 401-triggered renewals when freshly obtained tokens are rejected too', async () => {
+  it('slows 401-triggered renewals when fresh tokens are rejected too, and passes 401s back at once once token.attach is suspect', async () => {
     const t = await started();
-    // Every token is "rejected": each 401 names the current generation.
+    // Every token is "rejected" and never accepted: each 401 names the current generation.
     await t.manager.invalidate(1); // gen 2, minted after a 401
     await t.advance(1000);
-    await t.manager.invalidate(2); // gen 3: rejected again → interval 2 s
+    await t.manager.invalidate(2); // gen 2 (fresh) rejected: 1 in a row, interval 2 s → gen 3
     assert.equal(t.calls.length, 3);
-    await t.advance(1000);
-    const passedBack = await t.manager.invalidate(3); // inside the escalated window: no wait, no call
-    assert.equal(passedBack.generation, 3);
-    assert.equal(t.calls.length, 3);
-    await t.advance(1000);
-    await t.manager.invalidate(3);
-    assert.equal(t.calls.length, 4);
     assert.match(t.log.text(), /slowing down 401-triggered renewals/);
+    const held = t.manager.invalidate(3); // inside the 2 s window: held for one deferred renewal
+    await t.advance(1000);
+    assert.equal(t.calls.length, 3);
+    await t.advance(1000);
+    assert.equal((await held).generation, 4); // gen 3 rejected: 2 in a row → token.attach suspect, interval 4 s
+    assert.equal(t.manager.attachSuspect(), true);
+    assert.match(t.log.text(), /token\.attach probably presents the token/);
+    const passedBack = await t.manager.invalidate(4); // inside the window and suspect: no wait, no call
+    assert.equal(passedBack.generation, 4);
+    assert.equal(t.calls.length, 4);
+    await t.advance(4000);
+    await t.manager.invalidate(4);
+    assert.equal(t.calls.length, 5);
     await t.close();
   });
 
-  it('does not slow down for revocations spaced further apart than the window', async () => {
+  it('does not slow down for revocations once the renewed token was accepted (the rule starts over)', async () => {
     const t = await started();
     await t.manager.invalidate(1); // gen 2, minted after a 401
+    t.manager.accepted(2); // a request succeeded with it
     await t.advance(10_000);
     await t.manager.invalidate(2); // a later, separate revocation
+    t.manager.accepted(3);
     await t.advance(1000);
     await t.manager.invalidate(3); // and another one a second later is still renewed, not passed back
     assert.equal(t.calls.length, 4);
@@ -412,17 +420,19 @@ describe('credential source: after an upstream 401', () => {
     await t.close();
   });
 
-  it('never hands back the rejected token while 401-triggered renewals are throttled', async () => {
+  it('never hands back the rejected token while 401s are passed back (token.attach suspect)', async () => {
     const t = await started();
     const source = credentialsOf(t.manager);
     await source.renewAfterUnauthorized!(await source.acquire()); // generation 2, minted after a 401
     await t.advance(1000);
-    await source.renewAfterUnauthorized!(source.current()!); // generation 3: rejected again → throttled
+    await source.renewAfterUnauthorized!(source.current()!); // gen 2 rejected too → gen 3, slower
+    await t.advance(2000);
+    await source.renewAfterUnauthorized!(source.current()!); // gen 3 rejected too → gen 4, suspect
     await t.advance(1000);
     const used = source.current()!;
-    assert.equal(used.generation, 3);
+    assert.equal(used.generation, 4);
     assert.equal(await source.renewAfterUnauthorized!(used), undefined);
-    assert.equal(t.calls.length, 3);
+    assert.equal(t.calls.length, 4);
     await t.close();
   });
 
