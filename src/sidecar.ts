@@ -28,6 +28,8 @@ export interface SidecarDeps {
   random?: () => number;
   /** The config file it runs with (`run --config`), named in hints such as the doctor command line. */
   configPath?: string;
+  /** The package version, for `b2b_sidecar_build_info` and the start log. */
+  version?: string;
 }
 
 export interface Sidecar {
@@ -101,7 +103,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
-    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false });
+    const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false }, { version: deps.version ?? 'unknown', node: process.version });
     const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}) });
     service = part;
     const routes: ProxyRoute[] = [part.route];
@@ -147,6 +149,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     part.tokens.start();
     part.credentials.watch(() => void reloadCredentials());
     logger.info('sidecar started', {
+      version: deps.version ?? 'unknown', node: process.version,
       listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
       service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(tokenClientOptions(config, undefined)), engine: config.proxy.engine,
       localization: l10n ? new URL(l10n.baseUrl).origin : undefined,

@@ -16,6 +16,8 @@ export interface CommandIo {
   env: NodeJS.ProcessEnv;
   /** Registers a signal handler; the command decides what the signal means. */
   onSignal(signal: Signal, handler: () => void): void;
+  /** The package version (`b2b_sidecar_build_info`, the start log); absent in tests that do not care. */
+  version?: string;
 }
 
 /** Exit codes of every command. */

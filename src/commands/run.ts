@@ -25,7 +25,7 @@ export async function runCommand(args: { config?: string }, io: CommandIo): Prom
   const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
   for (const warning of unknownEnvWarnings(io.env)) logger.warn(warning);
   if (args.config === undefined) logger.info(NO_CONFIG_FILE);
-  return serve(createSidecar(config, { logger, secrets, ...(args.config ? { configPath: args.config } : {}) }), io, logger);
+  return serve(createSidecar(config, { logger, secrets, ...(args.config ? { configPath: args.config } : {}), ...(io.version ? { version: io.version } : {}) }), io, logger);
 }
 
 /** Starts a sidecar and serves until it is stopped; shared by `run` and `demo`. */

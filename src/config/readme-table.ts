@@ -8,17 +8,19 @@ const START = '<!-- config-table:start -->';
 const END = '<!-- config-table:end -->';
 
 /**
- * Renders the README configuration table (`| key | env var | default | meaning |`) from the
+ * Renders the README configuration table (`| key | env var | default | without restart | meaning |`) from the
  * schema: one row per setting, dotted keys, array entries as `token.attach[].in`. Objects that
  * only group keys get no row. The README is checked against this output by a test.
  */
 export function renderConfigTable(schema: unknown = ConfigSchema): string {
   const root = schema as SchemaNode;
-  const lines = ['| key | env var | default | meaning |', '|---|---|---|---|'];
+  const lines = ['| key | env var | default | without restart | meaning |', '|---|---|---|---|---|'];
   walkProperties((path, node, required) => {
     if (node.properties) return;
     const env = node['x-env'] ? codeCell(node['x-env']) : '';
-    lines.push(`| ${codeCell(keyOf(path))} | ${env} | ${defaultCell(root, path, node, required)} | ${meaning(node)} |`);
+    // Only file contents are picked up live (x-reload); every other change needs a restart.
+    const reload = node['x-reload'] ?? 'restart';
+    lines.push(`| ${codeCell(keyOf(path))} | ${env} | ${defaultCell(root, path, node, required)} | ${reload} | ${meaning(node)} |`);
   }, root);
   return `${lines.join('\n')}\n`;
 }

@@ -17,6 +17,8 @@ import { GENTOKEN_PATH } from '../shared/api-paths.js';
  */
 const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };
+/** The file's contents are re-read on change and on SIGHUP (every other key needs a restart). */
+const reread = { 'x-reload': 'file re-read' };
 
 /** Node fires a timer longer than 2^31-1 ms after 1 ms (docs/traps.md T15): no duration may exceed it. */
 const millis = { maximum: MAX_TIMER_MS };
@@ -70,7 +72,7 @@ export const LocalizationSchema = Type.Object(
     caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file) for the localization server, added to the system roots.' })),
     allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// localization baseUrl (tests only).' }),
     token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', ...env('B2B_L10N_TOKEN'), ...secret })),
-    tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE') })),
+    tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE'), ...reread })),
     pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
     watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/[category/]component/language) exported as metrics.' }),
     pollIntervalSeconds: Type.Number({ ...seconds, minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
@@ -105,9 +107,9 @@ export const ConfigSchema = Type.Object(
     credentials: Type.Object(
       {
         apiKey: Type.Optional(Type.String({ minLength: 1, description: 'The ApiKey issued by the support team.', ...env('B2B_API_KEY'), ...secret })),
-        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE') })),
+        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE'), ...reread })),
         password: Type.Optional(Type.String({ minLength: 1, description: 'The password belonging to the ApiKey.', ...env('B2B_PASSWORD'), ...secret })),
-        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE') })),
+        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE'), ...reread })),
         rkObjectId: Type.Optional(Type.String({ minLength: 1, description: 'Code of the integrator\'s object (rkObjectId), available to attach templates.', ...env('B2B_RK_OBJECT_ID') })),
       },
       { additionalProperties: false, default: {} },

@@ -16,6 +16,7 @@ export const AJV_OPTIONS = { allErrors: true, useDefaults: true, strict: true } 
 export function addAnnotationKeywords(ajv: Ajv): Ajv {
   ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
+  ajv.addKeyword({ keyword: 'x-reload', schemaType: 'string' });
   return ajv;
 }
 

@@ -16,6 +16,8 @@ export interface SchemaNode {
   description?: string;
   'x-env'?: string;
   'x-secret'?: boolean;
+  /** How a running sidecar picks up a change of this key without a restart, if it does. */
+  'x-reload'?: string;
 }
 
 /** A location in the config: object keys and array indexes. */

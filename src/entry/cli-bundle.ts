@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EXIT_OK, EXIT_USAGE } from '../commands/io.js';
 import { processIo as io, settle, surviveLostOutput, tuneV8ForServing } from './process-io.js';
@@ -18,19 +17,7 @@ const commands = {
   healthcheck: () => import('../commands/healthcheck.js').then((m) => m.healthcheckCommand),
 };
 
-/** The package version: one level up from src/ (tests), two from dist/lib/, three from dist/lib/bundle/. */
-function packageVersion(): string {
-  for (const path of ['../package.json', '../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(path, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'b2b-sidecar' && pkg.version) return pkg.version;
-    } catch {
-      // try the next location
-    }
-  }
-  return 'unknown';
-}
-const version = packageVersion();
+const version = io.version ?? 'unknown';
 
 function port(value: string): number {
   const n = Number(value);

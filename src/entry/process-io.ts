@@ -1,4 +1,23 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { EXIT_INTERRUPTED, type CommandIo } from '../commands/io.js';
+
+/**
+ * The package version, read once from the package.json above the running script: `dist/cli.js`
+ * (one level), `dist/lib/…` (two) or `src/entry/` in tests (two).
+ */
+export function packageVersion(script = process.argv[1]): string {
+  if (!script) return 'unknown';
+  for (const up of ['..', '../..', '../../..']) {
+    try {
+      const pkg = JSON.parse(readFileSync(join(dirname(script), up, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'b2b-sidecar' && pkg.version) return pkg.version;
+    } catch {
+      // try the next level
+    }
+  }
+  return 'unknown';
+}
 
 /**
  * The process side shared by the two entries, cli-bundle.ts (every command, through commander) and
@@ -10,6 +29,7 @@ export const processIo: CommandIo = {
   stderr: process.stderr,
   env: process.env,
   onSignal: (signal, handler) => process.on(signal, handler),
+  version: packageVersion(),
 };
 
 /** V8 settings for serving, applied once the command's modules are loaded (see shared/v8-tuning.ts). */

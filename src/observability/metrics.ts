@@ -123,12 +123,16 @@ export function createRegistry(): Registry {
  * metrics on `registry`. Call once per registry; a second call throws instead of silently
  * double-registering (docs/traps.md T24).
  */
-export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0 }): Metrics {
+export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges, scrape: ScrapeGauges = { replayHeldBytes: () => 0 }, build: { version: string; node: string } = { version: 'unknown', node: process.version }): Metrics {
   if (registry.getSingleMetric(`${PREFIX}token_valid`)) {
     throw new Error('createMetrics: this registry already holds the sidecar metrics; build one registry per sidecar');
   }
   const registers = [registry];
   collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: `${PREFIX}build_info`, help: 'Always 1; the labels say which sidecar version runs on which Node.js.',
+    labelNames: ['version', 'node'] as const, registers,
+  }).labels(build.version, build.node).set(1);
   for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
 
   new Gauge({

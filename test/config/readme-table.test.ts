@@ -17,10 +17,13 @@ describe('README configuration table', () => {
     for (const env of ['B2B_BASE_URL', 'B2B_API_KEY', 'B2B_API_KEY_FILE', 'B2B_PASSWORD', 'B2B_PASSWORD_FILE', 'B2B_RK_OBJECT_ID', 'B2B_LISTEN_PORT', 'B2B_ADMIN_PORT', 'B2B_LOG_LEVEL']) {
       assert.ok(table.includes(`\`${env}\``), env);
     }
-    assert.match(table, /^\| `token\.attach\[\]\.in` \|  \| \*\*required\*\* \| .*One of `header`, `query`, `cookie`/m);
+    assert.match(table, /^\| `token\.attach\[\]\.in` \|  \| \*\*required\*\* \| restart \| .*One of `header`, `query`, `cookie`/m);
     assert.match(table, /^\| `service\.baseUrl` \| `B2B_BASE_URL` \| \*\*required\*\* \|/m);
     assert.match(table, /^\| `listen\.port` \| `B2B_LISTEN_PORT` \| `8080` \|/m);
-    assert.match(table, /^\| `credentials\.password` \| `B2B_PASSWORD` \| — \| .*Secret/m);
+    assert.match(table, /^\| `credentials\.password` \| `B2B_PASSWORD` \| — \| restart \| .*Secret/m);
+    // Whether a running sidecar picks a change up: only the contents of the credential files.
+    assert.match(table, /^\| `credentials\.passwordFile` \| `B2B_PASSWORD_FILE` \| — \| file re-read \|/m);
+    assert.match(table, /^\| `localization\.tokenFile` \| `B2B_L10N_TOKEN_FILE` \| — \| file re-read \|/m);
     assert.ok(!/^\| `(listen|token|service)` \|/m.test(table), 'sections get no row of their own');
   });
 

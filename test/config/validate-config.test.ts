@@ -370,9 +370,8 @@ describe('ConfigSchema itself', () => {
   it('is a valid JSON Schema (the runtime validator skips this check to start faster)', async () => {
     const { Ajv } = await import('ajv');
     const { ConfigSchema } = await import('../../src/config/schema.js');
-    const ajv = new Ajv({ strict: true, allErrors: true });
-    ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
-    ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
+    const { addAnnotationKeywords } = await import('../../src/config/validate-config.js');
+    const ajv = addAnnotationKeywords(new Ajv({ strict: true, allErrors: true }));
     assert.equal(ajv.validateSchema(ConfigSchema), true, JSON.stringify(ajv.errors));
     assert.doesNotThrow(() => ajv.compile(ConfigSchema));
   });

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { writeFileSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import { CLI, runCli, spawnCli } from '../helpers/cli.js';
+import { CLI, runCli, spawnCli, staleBuild } from '../helpers/cli.js';
 import { CREDENTIALS, startSimulator } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 
@@ -198,5 +198,21 @@ describe('command line', () => {
       p.child.kill('SIGINT');
       assert.equal(await p.exited, 0);
     }
+  });
+});
+
+describe('e2e helpers and a stale build', () => {
+  it('name a dist/ older than src/ (or missing) instead of testing the previous build', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-stale-'));
+    const src = join(dir, 'src');
+    mkdirSync(join(src, 'token'), { recursive: true });
+    const cli = join(dir, 'cli.js');
+    assert.match(staleBuild(cli, src) ?? '', /does not exist: run npm run build/);
+    writeFileSync(join(src, 'token', 'a.ts'), 'old');
+    writeFileSync(cli, 'built');
+    utimesSync(join(src, 'token', 'a.ts'), new Date(1_000_000), new Date(1_000_000));
+    assert.equal(staleBuild(cli, src), undefined);
+    utimesSync(join(src, 'token', 'a.ts'), new Date(), new Date(Date.now() + 60_000));
+    assert.match(staleBuild(cli, src) ?? '', /dist\/ is older than src\/: run npm run build/);
   });
 });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { assertBuildIsCurrent } from '../helpers/cli.js';
 
 const BUNDLE_RUN = fileURLToPath(new URL('../../dist/lib/bundle/', import.meta.url));
 
@@ -13,6 +14,9 @@ const BUNDLE_RUN = fileURLToPath(new URL('../../dist/lib/bundle/', import.meta.u
  * and resident memory (issue 7, bench/results/findings.md); a casual `import 'undici'` or
  * `import express` would bring them back without failing any behaviour test.
  */
+// These run dist/: fail fast, with the reason, when it is older than src/.
+assertBuildIsCurrent();
+
 describe('module footprint of `run`', () => {
   it('loads neither undici\'s entry point, nor Node\'s bundled undici, nor express, ajv, node:http2 or prom-client\'s Pushgateway', () => {
     // Import the run command's chunk exactly as the CLI does, without running it.

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { plainRunArgs } from '../../src/entry/plain-run-args.js';
-import { runCli } from '../helpers/cli.js';
+import { assertBuildIsCurrent, runCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const COMMANDER_CLI = join(ROOT, 'dist/lib/bundle/cli.js');
@@ -16,6 +16,9 @@ const COMMANDER_CLI = join(ROOT, 'dist/lib/bundle/cli.js');
  * instead of the ESM bundle with commander. It must behave exactly as the commander path, and a
  * missing, corrupt or stale cache must only cost time.
  */
+// These run dist/: fail fast, with the reason, when it is older than src/.
+assertBuildIsCurrent();
+
 describe('the plain `run` fast path', () => {
   it('takes only command lines whose meaning is certain; the rest go to commander', () => {
     assert.deepEqual(plainRunArgs(['run']), {});

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { validateConfig } from '../../src/config/validate-config.js';
+import { packageVersion } from '../../src/entry/process-io.js';
 import { configWarnings } from '../../src/config/warnings.js';
 import { createSidecar } from '../../src/sidecar.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
@@ -38,6 +39,25 @@ describe('start-up log (issue 13 §2, §3)', () => {
     assert.equal(started?.gentoken, 'https://127.0.0.1:1/gateway/pub/b2b/v1/auth/gentoken');
     assert.ok(!log.text().includes('start-log-key-1') && !log.text().includes('start-log-password-2'));
     assert.deepEqual(configWarningLines(log), []);
+  });
+
+  it('says which version runs on which Node.js, in the start log and in b2b_sidecar_build_info', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    assert.equal(packageVersion(), version, 'the process entry reads the package version');
+    const config = validateConfig({
+      listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 },
+      service: { baseUrl: 'https://127.0.0.1:1', caFile: (await testTls()).caFile, tokenTimeoutMs: 100 },
+      credentials: { apiKey: 'start-log-key-1', password: 'start-log-password-2' },
+    });
+    const log = createCaptureLogger();
+    const sidecar = createSidecar(config, { logger: log.logger, secrets: log.secrets, clock: new FakeClock(), version });
+    await sidecar.start();
+    const metrics = await sidecar.registry.metrics();
+    await sidecar.stop();
+    const started = log.lines().find((l) => l.message === 'sidecar started');
+    assert.equal(started?.version, version);
+    assert.equal(started?.node, process.version);
+    assert.match(metrics, new RegExp(`^b2b_sidecar_build_info\\{version="${version.replace(/\./g, '\\.')}",node="${process.version}"\\} 1$`, 'm'));
   });
 
   it('guard.allowAnyone logs once that anyone who can reach the listener acts as the integrator', async () => {

@@ -1,7 +1,43 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const CLI = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
+
+/** Newest modification time of any file under `dir` (ms). */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+  }
+  return latest;
+}
+
+/**
+ * Why the build at `cli` cannot stand for the sources under `src`, if it cannot: tests that spawn
+ * the CLI run dist/, not src/, and after a change to src/ without `npm run build` they would test
+ * the previous build and fail with a misleading message.
+ */
+export function staleBuild(cli = CLI, src = SRC): string | undefined {
+  let built: number;
+  try {
+    built = statSync(cli).mtimeMs;
+  } catch {
+    return 'dist/cli.js does not exist: run npm run build first (npm test builds first)';
+  }
+  return newest(src) > built ? 'dist/ is older than src/: run npm run build (npm test builds first), or this test runs the previous build' : undefined;
+}
+
+let checked = false;
+/** Fails fast (once per test file) when dist/ is missing or older than src/. */
+export function assertBuildIsCurrent(): void {
+  if (checked) return;
+  checked = true;
+  const problem = staleBuild();
+  if (problem) throw new Error(problem);
+}
 
 export interface Spawned {
   child: ChildProcessWithoutNullStreams;
@@ -14,6 +50,7 @@ export interface Spawned {
 
 /** Runs the built CLI (`node dist/cli.js`) exactly as users do. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+  assertBuildIsCurrent();
   const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env } });
   let out = '';
   let err = '';

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { assertBuildIsCurrent } from '../helpers/cli.js';
 import { fileURLToPath } from 'node:url';
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/weblate/translations/', import.meta.url));
@@ -54,6 +55,9 @@ function verdicts(module: string, loader: string[]): { verdicts: string[]; ajvLo
   const out = execFileSync(process.execPath, [...loader, '--input-type=module', '-e', script], { encoding: 'utf8', input: JSON.stringify(cases()) });
   return JSON.parse(out) as { verdicts: string[]; ajvLoaded: boolean };
 }
+
+// These run dist/: fail fast, with the reason, when it is older than src/.
+assertBuildIsCurrent();
 
 describe('the prebuilt Weblate translation validator (dist/lib/translation-validator.cjs)', () => {
   it('reaches the same verdict as the schema compiled by ajv, on Weblate\'s fixtures as sent and broken, without loading ajv', () => {
