@@ -89,6 +89,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     // A wrong token.attach is a warning, not unreadiness: a 401 may be one endpoint's own answer,
     // and taking the pod out of service would stop the requests that do work.
     const warnings = service.tokens.warnings();
+    const stuck = service.credentials.stuckSeconds();
+    if (stuck !== undefined) warnings.push(`a credential file re-read has been running for ${stuck} s (a hung file system?); the current credentials stay in use`);
     return warnings.length ? { ...service.tokens.status(), warnings } : service.tokens.status();
   };
 

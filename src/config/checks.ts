@@ -1,4 +1,5 @@
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, statSync } from 'node:fs';
+import { FileRefusedError, MAX_PEM_FILE_BYTES, MAX_SECRET_FILE_BYTES, readBoundedFileSync } from '../shared/bounded-file.js';
 import { dirname } from 'node:path';
 import { isIP } from 'node:net';
 import { checkAttach } from './attach-checks.js';
@@ -172,11 +173,22 @@ function checkFiles(config: Section, report: Report): void {
     if (typeof value !== 'string' || value === '') return;
     const problem = fileProblem(value);
     if (problem !== undefined) return report(path, problem);
+    // Read as run reads them: a regular file within the size cap, never blocking (bounded-file.ts).
+    const read = (maxBytes: number): string | undefined => {
+      try {
+        return readBoundedFileSync(value, maxBytes);
+      } catch (err) {
+        report(path, `${value} ${err instanceof FileRefusedError ? err.reason : 'cannot be read'}`);
+        return undefined;
+      }
+    };
     if (key === 'caFile') {
-      const pem = pemCertificatesProblem(readFileSync(value, 'utf8'));
+      const text = read(MAX_PEM_FILE_BYTES);
+      const pem = text === undefined ? undefined : pemCertificatesProblem(text);
       if (pem) report(path, `${value} ${pem}`);
     } else if (CREDENTIAL_FILES[key] !== undefined) {
-      const content = credentialFileProblem(readFileSync(value, 'utf8'), CREDENTIAL_FILES[key]);
+      const text = read(MAX_SECRET_FILE_BYTES);
+      const content = text === undefined ? undefined : credentialFileProblem(text, CREDENTIAL_FILES[key]);
       if (content) report(path, `${value} ${content}`);
     }
   });

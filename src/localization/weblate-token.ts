@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { FileRefusedError, MAX_SECRET_FILE_BYTES, readBoundedFile, readBoundedFileSync } from '../shared/bounded-file.js';
 import type { LocalizationConfig } from '../config/schema.js';
 import { ConfigError } from '../shared/errors.js';
 import { watchFiles, type FileWatch } from '../shared/file-watch.js';
@@ -7,8 +7,8 @@ import type { SecretSet } from '../shared/secrets.js';
 /** The current localization token (undefined = none configured), plus reload and close. */
 export interface TokenSource {
   (): string | undefined;
-  /** Re-reads `tokenFile` now (SIGHUP, or after a 401); keeps the old token if the file is bad. */
-  reload(): void;
+  /** Re-reads `tokenFile` (SIGHUP, or after a 401); keeps the old token if the file is bad. Resolves when done; never rejects. */
+  reload(): Promise<void>;
   /** Stops watching the file; idempotent. */
   close(): void;
 }
@@ -33,19 +33,33 @@ export function createTokenSource(cfg: Pick<LocalizationConfig, 'token' | 'token
   if (file !== undefined) current = readToken(file);
   options.secrets.add(current);
 
-  const reload = () => {
-    if (file === undefined) return;
-    try {
-      current = readToken(file);
+  // Re-reads run off the main thread, one at a time, at most one more queued behind it (a FIFO or
+  // a hung file system must not freeze the event loop: the start-up read above may block, a
+  // re-read never does).
+  const readOnce = () => readBoundedFile(file!, MAX_SECRET_FILE_BYTES)
+    .then((text) => {
+      current = checked(text.trim(), where(file!));
       options.secrets.add(current);
-    } catch (err) {
-      options.onError?.(err as Error);
-    }
+    }, (err: unknown) => {
+      throw new ConfigError([`${where(file!)}: ${err instanceof FileRefusedError ? err.reason : 'cannot be read'}`]);
+    })
+    .catch((err: unknown) => options.onError?.(err as Error));
+  let tail: Promise<void> = Promise.resolve();
+  let queued = false;
+  const reload = (): Promise<void> => {
+    if (file === undefined) return Promise.resolve();
+    if (queued) return tail;
+    queued = true;
+    tail = tail.then(() => {
+      queued = false;
+      return readOnce();
+    });
+    return tail;
   };
 
   let watcher: FileWatch | undefined;
   if (file !== undefined && options.watch !== false) {
-    watcher = watchFiles([file], reload, { persistent: false, onError: (_dir, err) => options.onError?.(err) });
+    watcher = watchFiles([file], () => void reload(), { persistent: false, onError: (_dir, err) => options.onError?.(err) });
   }
 
   const source = (() => current) as TokenSource;
@@ -57,16 +71,17 @@ export function createTokenSource(cfg: Pick<LocalizationConfig, 'token' | 'token
   return source;
 }
 
+const where = (file: string) => `localization.tokenFile (B2B_L10N_TOKEN_FILE): ${file}`;
+
 /** Problems are ConfigErrors naming the key, so `run` and `translation` exit 2 listing them. */
 function readToken(file: string): string {
-  const where = `localization.tokenFile (B2B_L10N_TOKEN_FILE): ${file}`;
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readBoundedFileSync(file, MAX_SECRET_FILE_BYTES);
   } catch (err) {
-    throw new ConfigError([`${where}: cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+    throw new ConfigError([`${where(file)}: ${err instanceof FileRefusedError ? err.reason : 'cannot be read'}`]);
   }
-  return checked(text.trim(), where);
+  return checked(text.trim(), where(file));
 }
 
 /** A token with CR/LF or non-ASCII would make the header write throw (docs/traps.md T14). */

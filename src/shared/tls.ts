@@ -1,5 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { FileRefusedError, MAX_PEM_FILE_BYTES, readBoundedFileSync } from './bounded-file.js';
 import { createRequire } from 'node:module';
 import type { SecureContext } from 'node:tls';
 
@@ -25,7 +26,12 @@ export interface TrustedCas {
 /** Reads and checks an extra CA file; undefined when none is configured (Node then uses its defaults). */
 export function loadTrustedCas(caFile: string | undefined): TrustedCas | undefined {
   if (!caFile) return undefined;
-  const extraPem = readFileSync(caFile, 'utf8');
+  let extraPem: string;
+  try {
+    extraPem = readBoundedFileSync(caFile, MAX_PEM_FILE_BYTES);
+  } catch (err) {
+    throw new Error(`${caFile} ${err instanceof FileRefusedError ? err.reason : (err as Error).message}`);
+  }
   const problem = pemCertificatesProblem(extraPem);
   if (problem) throw new Error(`${caFile} ${problem}`);
   return { file: caFile, extraPem };

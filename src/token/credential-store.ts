@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { Logger } from '../observability/logger.js';
 import { credentialFileProblem, credentialFromFile, credentialValueProblem } from '../config/credential-content.js';
 import { ConfigError } from '../shared/errors.js';
@@ -6,6 +5,7 @@ import type { Config } from '../config/schema.js';
 import type { SecretSet } from '../shared/secrets.js';
 import type { Credentials } from './token-client.js';
 import { watchFiles, type FileWatch } from '../shared/file-watch.js';
+import { FileRefusedError, MAX_SECRET_FILE_BYTES, readBoundedFile } from '../shared/bounded-file.js';
 
 export type { Credentials } from './token-client.js';
 
@@ -26,7 +26,12 @@ export interface CredentialStore {
   watch(onChange: () => void): void;
   /** Stops the watchers. Idempotent. */
   close(): void;
+  /** Seconds a re-read has been running when that is longer than it should ever take, else undefined (readiness warns). */
+  stuckSeconds(): number | undefined;
 }
+
+/** A re-read of two small regular files takes milliseconds; this long means a hung file system. */
+const STUCK_RELOAD_SECONDS = 10;
 
 /** Secret files are often swapped in several steps; wait for the directory to settle. */
 const DEBOUNCE_MS = 200;
@@ -44,7 +49,7 @@ interface Source {
  */
 export async function createCredentialStore(
   cfg: Config['credentials'],
-  { logger, secrets }: { logger: Logger; secrets: SecretSet },
+  { logger, secrets, now = Date.now }: { logger: Logger; secrets: SecretSet; now?: () => number },
 ): Promise<CredentialStore> {
   const sources: Source[] = [
     { key: 'apiKey', env: 'B2B_API_KEY', inline: cfg.apiKey, file: cfg.apiKeyFile },
@@ -62,9 +67,11 @@ export async function createCredentialStore(
       if (s.file) {
         let text: string;
         try {
-          text = await readFile(s.file, 'utf8');
+          // Only a regular file, at most a few KiB, without ever blocking (bounded-file.ts).
+          text = await readBoundedFile(s.file, MAX_SECRET_FILE_BYTES);
         } catch (err) {
-          problems.push(`${label}: cannot read ${s.file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+          const reason = err instanceof FileRefusedError ? err.reason : `cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+          problems.push(`${label}: ${s.file} ${reason}`);
           continue;
         }
         problem = credentialFileProblem(text, carrier);
@@ -97,8 +104,32 @@ export async function createCredentialStore(
   const watches: FileWatch[] = [];
   let closed = false;
 
+  let running: Promise<boolean> | undefined;
+  let again = false;
+  let startedAt: number | undefined;
+  /**
+   * One re-read at a time: watch events and SIGHUPs during one ask for at most one more, so
+   * re-reads never pile up (each holds file descriptors and, while reading, a pool thread).
+   */
+  function refresh(): Promise<boolean> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    startedAt = now();
+    running = refreshOnce().finally(() => {
+      running = undefined;
+      startedAt = undefined;
+      if (again) {
+        again = false;
+        void refresh();
+      }
+    });
+    return running;
+  }
+
   /** Re-reads and applies; true when a value changed. Failures keep the old values. */
-  async function refresh(): Promise<boolean> {
+  async function refreshOnce(): Promise<boolean> {
     if (files.length === 0) return false;
     let next: { apiKey: string; password: string };
     try {
@@ -117,6 +148,10 @@ export async function createCredentialStore(
 
   return {
     current: () => creds,
+    stuckSeconds() {
+      const running = startedAt === undefined ? 0 : (now() - startedAt) / 1000;
+      return running >= STUCK_RELOAD_SECONDS ? Math.round(running) : undefined;
+    },
     async reload() {
       await refresh();
       const changed = creds.version !== reportedVersion;

@@ -32,7 +32,7 @@ describe('localization token source', () => {
     assert.ok(secrets.has('wlu_inline1234'));
   });
 
-  it('reads tokenFile without its trailing newline and re-reads it on demand', () => {
+  it('reads tokenFile without its trailing newline and re-reads it on demand', async () => {
     const dir = tempDir();
     const file = join(dir, 'token');
     writeFileSync(file, 'wlu_first1234\n');
@@ -41,7 +41,7 @@ describe('localization token source', () => {
     try {
       assert.equal(source(), 'wlu_first1234');
       writeFileSync(file, 'wlu_second5678\r\n');
-      source.reload();
+      await source.reload();
       assert.equal(source(), 'wlu_second5678');
       assert.ok(secrets.has('wlu_first1234') && secrets.has('wlu_second5678'));
     } finally {
@@ -65,7 +65,7 @@ describe('localization token source', () => {
     }
   });
 
-  it('keeps the old token and reports when a re-read finds a bad file', () => {
+  it('keeps the old token and reports when a re-read finds a bad file', async () => {
     const dir = tempDir();
     const file = join(dir, 'token');
     writeFileSync(file, 'wlu_good1234');
@@ -73,7 +73,7 @@ describe('localization token source', () => {
     const source = createTokenSource({ tokenFile: file }, { secrets: new SecretSet(), watch: false, onError: (e) => errors.push(e) });
     try {
       writeFileSync(file, 'two words\n');
-      source.reload();
+      await source.reload();
       assert.equal(source(), 'wlu_good1234');
       assert.match(errors[0]?.message ?? '', /spaces, control or non-ASCII/);
       assert.ok(!errors[0]?.message.includes('two words'));
@@ -87,7 +87,7 @@ describe('localization token source', () => {
     const configError = (key: string, reason: RegExp) => (err: unknown) =>
       err instanceof ConfigError && err.problems.length === 1 && err.problems[0]!.startsWith(key) && reason.test(err.problems[0]!) && !err.message.includes('wlu_a');
     assert.throws(() => createTokenSource({ tokenFile: '/nonexistent/l10n-token' }, { secrets: new SecretSet() }),
-      configError('localization.tokenFile (B2B_L10N_TOKEN_FILE)', /cannot be read \(ENOENT\)/));
+      configError('localization.tokenFile (B2B_L10N_TOKEN_FILE)', /does not exist/));
     assert.throws(() => createTokenSource({ token: 'wlu_a\r\nX-Evil: 1' }, { secrets: new SecretSet() }),
       configError('localization.token (B2B_L10N_TOKEN)', /control/));
   });
