@@ -81,8 +81,10 @@ export async function startLocalizationPart(
         }
         return prepared;
       }, () => new TokenUnavailableError('no localization token')),
-      // Whatever the client sent, no B2B credential reaches the localization server.
-      ...strippedNames(serviceNames, ['authorization']),
+      // Whatever the client sent, no B2B credential reaches the localization server: not the
+      // attached names, and no cookie at all (a client's cookie jar holds the B2B service's session
+      // cookies; the read-only lookup needs none).
+      ...strippedNames(serviceNames, ['authorization', 'cookie']),
       // Weblate's trailing-slash redirects point at its own paths; keep clients on this route.
       rewriteLocation: createLocationRewrite(cfg.baseUrl, cfg.pathPrefix),
     },

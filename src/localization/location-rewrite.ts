@@ -15,8 +15,10 @@ export function createLocationRewrite(baseUrl: string, prefix: string): (locatio
   const basePath = base.pathname.replace(/\/+$/, '');
 
   return function rewriteLocation(location: string): string {
-    const path = serverPath(location, base);
-    if (path === undefined) return location;
+    const raw = serverPath(location, base);
+    if (raw === undefined) return location;
+    // `/../pub/x` under the prefix would still resolve, in the client, to `/pub/x`: the B2B route.
+    const path = withoutDotSegments(raw);
     if (basePath === '') return prefix + path;
     if (path === basePath) return `${prefix}/`;
     const next = path.charAt(basePath.length);
@@ -44,4 +46,14 @@ function serverPath(location: string, base: URL): string | undefined {
   // The raw rest, not target.pathname: URL parsing would resolve `..` and re-encode the path.
   const rest = location.slice(authority[0].length);
   return rest.startsWith('/') ? rest : `/${rest}`;
+}
+
+const DOT_SEGMENT = /(^|\/)(\.|%2e){1,2}(\/|$|\?|#)/i;
+
+/** The path with `.` and `..` segments resolved (as a client would), when it has any; else as sent. */
+function withoutDotSegments(path: string): string {
+  const end = path.search(/[?#]/);
+  if (!DOT_SEGMENT.test(end === -1 ? path : path.slice(0, end))) return path;
+  const resolved = new URL(path, 'http://resolve.invalid');
+  return resolved.pathname + resolved.search + resolved.hash;
 }

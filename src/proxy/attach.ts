@@ -21,6 +21,7 @@ export interface PreparedAttachments {
 export interface CompiledAttachments {
   /** Lower-case header names the sidecar sets; client-sent values are removed first. */
   readonly headerNames: ReadonlySet<string>;
+  /** Lower-case: client parameters and cookies are stripped whatever their case (a server may ignore it). */
   readonly queryNames: ReadonlySet<string>;
   readonly cookieNames: ReadonlySet<string>;
   prepare(vars: AttachVars): PreparedAttachments;
@@ -39,8 +40,8 @@ export function compileAttachments(entries: readonly Attachment[]): CompiledAtta
   for (const entry of entries) {
     switch (entry.in) {
       case 'header': headerNames.add(entry.name.toLowerCase()); break;
-      case 'query': queryNames.add(entry.name); break;
-      case 'cookie': cookieNames.add(entry.name); break;
+      case 'query': queryNames.add(entry.name.toLowerCase()); break;
+      case 'cookie': cookieNames.add(entry.name.toLowerCase()); break;
       default: unhandledAttachmentKind(entry);
     }
   }
@@ -68,8 +69,9 @@ export function compileAttachments(entries: readonly Attachment[]): CompiledAtta
 
 /**
  * Returns `path` (origin-form, may have a query) with every client parameter named in `names`
- * removed and `append` added. Parameter names are compared after decoding, so `%72kObjectId`
- * cannot sneak a second value past the filter.
+ * (lower-case) removed and `append` added. Parameter names are compared after decoding and
+ * ignoring case, so neither `%72kObjectId` nor `TOKEN` can sneak a second value past the filter
+ * to a server that decodes or ignores case.
  */
 export function rewriteQuery(path: string, names: ReadonlySet<string>, append: string): string {
   const q = path.indexOf('?');
@@ -81,14 +83,14 @@ export function rewriteQuery(path: string, names: ReadonlySet<string>, append: s
       if (pair === '') continue;
       const eq = pair.indexOf('=');
       const rawName = eq === -1 ? pair : pair.slice(0, eq);
-      if (!names.has(safeDecode(rawName))) kept.push(pair);
+      if (!names.has(safeDecode(rawName).toLowerCase())) kept.push(pair);
     }
   }
   if (append) kept.push(append);
   return kept.length ? `${base}?${kept.join('&')}` : base;
 }
 
-/** Returns the Cookie header with client cookies named in `names` removed and `append` added. */
+/** Returns the Cookie header with client cookies named in `names` (lower-case, compared ignoring case) removed and `append` added. */
 export function rewriteCookie(
   header: string | undefined,
   names: ReadonlySet<string>,
@@ -101,7 +103,7 @@ export function rewriteCookie(
       if (pair === '') continue;
       const eq = pair.indexOf('=');
       const name = (eq === -1 ? pair : pair.slice(0, eq)).trim();
-      if (!names.has(name)) kept.push(pair);
+      if (!names.has(name.toLowerCase())) kept.push(pair);
     }
   }
   if (append) kept.push(append);

@@ -115,7 +115,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       logger.warn('request denied by the source guard', { source, forwardedFor: req.headers['x-forwarded-for'] });
       return respond(403, 'source address not allowed');
     }
-    const admitted = admit(route, url, method);
+    const admitted = admit(route, url, method, req.headers);
     if ('status' in admitted) return respond(admitted.status, admitted.message, admitted.headers);
     const { path } = admitted;
     // The body streams upstream at once (a copy kept for a replay where it fits), so the
@@ -251,7 +251,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   function writeResponse(route: ProxyRoute, req: IncomingMessage, res: ServerResponse, upstream: UpstreamResponse, started: number): void {
     const seconds = (clock.now() - started) / 1000;
     try {
-      res.writeHead(upstream.status, responseHeaders(upstream.headers, route.rewriteLocation));
+      res.writeHead(upstream.status, responseHeaders(upstream.headers, route.rewriteLocation, route.stripQuery));
     } catch (err) {
       // A header value Node refuses to send (e.g. a control character): answered as a 502.
       upstream.body.destroy();
@@ -271,7 +271,10 @@ interface Refusal {
 }
 
 /** Checks a request's target and method for its route: the path to send upstream, or why not. */
-function admit(route: ProxyRoute, url: string, method: string): { path: string } | Refusal {
+/** Headers some frameworks (Spring's HiddenHttpMethodFilter variants, ASP.NET, Rails) read as the real method. */
+const METHOD_OVERRIDES = ['x-http-method-override', 'x-http-method', 'x-method-override'] as const;
+
+function admit(route: ProxyRoute, url: string, method: string, headers: IncomingMessage['headers']): { path: string } | Refusal {
   const badTarget = checkRequestTarget(url);
   if (badTarget) return { status: 400, message: badTarget };
   if (route.methods && !route.methods.has(method)) {
@@ -280,7 +283,7 @@ function admit(route: ProxyRoute, url: string, method: string): { path: string }
   // An upstream that reflects TRACE would hand the attached token and ApiKey back to the client.
   // (TRACK never gets here: Node's parser answers unknown methods with 400.)
   // 501: refused for every resource (a 405 would owe an Allow header listing the others).
-  if (method === 'TRACE') return { status: 501, message: 'TRACE is not supported: it would reflect the credentials the sidecar attaches' };
+  if (method === 'TRACE' || overridesToTrace(headers)) return { status: 501, message: 'TRACE is not supported: it would reflect the credentials the sidecar attaches' };
   const path = upstreamPath(url, route.prefix);
   if (path !== url) {
     // Removing the prefix can expose a new start: `/l10n//evil.example/x` becomes `//evil.example/x`.
@@ -288,6 +291,15 @@ function admit(route: ProxyRoute, url: string, method: string): { path: string }
     if (badPath) return { status: 400, message: badPath };
   }
   return { path };
+}
+
+/** True when a method-override header asks for TRACE or TRACK (a service honouring it would reflect the credentials). */
+function overridesToTrace(headers: IncomingMessage['headers']): boolean {
+  for (const name of METHOD_OVERRIDES) {
+    const value = headers[name];
+    if (typeof value === 'string' && /^\s*tra(ce|ck)\s*$/i.test(value)) return true;
+  }
+  return false;
 }
 
 /** The path sent upstream: the route prefix removed, always starting with `/`. */
@@ -319,8 +331,10 @@ function outgoingHeaders(req: IncomingMessage, route: ProxyRoute, credentials: R
     if (value !== undefined) out[name] = value;
   }
   if (route.stripCookies.size || credentials.prepared.cookie) {
-    // A Cookie header the client nominated as hop-by-hop is dropped; the route's own still goes.
-    const cookie = rewriteCookie(nominated?.has('cookie') ? undefined : source.cookie, route.stripCookies, credentials.prepared.cookie);
+    // A Cookie header the client nominated as hop-by-hop, or one the route drops whole, is not
+    // kept; the route's own cookies still go.
+    const dropped = nominated?.has('cookie') || route.stripHeaders.has('cookie');
+    const cookie = rewriteCookie(dropped ? undefined : source.cookie, route.stripCookies, credentials.prepared.cookie);
     if (cookie === undefined) delete out.cookie;
     else out.cookie = cookie;
   }
@@ -328,7 +342,7 @@ function outgoingHeaders(req: IncomingMessage, route: ProxyRoute, credentials: R
   return out;
 }
 
-function responseHeaders(headers: UpstreamResponse['headers'], rewriteLocation?: (location: string) => string): Record<string, string | string[]> {
+function responseHeaders(headers: UpstreamResponse['headers'], rewriteLocation: ((location: string) => string) | undefined, stripQuery: ReadonlySet<string>): Record<string, string | string[]> {
   const nominated = connectionNominated(headers.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
@@ -337,7 +351,25 @@ function responseHeaders(headers: UpstreamResponse['headers'], rewriteLocation?:
     out[name] = value;
   }
   if (rewriteLocation && typeof out.location === 'string') out.location = rewriteLocation(out.location);
+  // A query attachment echoed back (a trailing-slash redirect keeps the query) would hand the
+  // token to the client: the route's own parameter names leave Location and Content-Location.
+  if (stripQuery.size > 0) {
+    for (const name of URL_ECHOING_HEADERS) {
+      const value = out[name];
+      if (typeof value === 'string' && value.includes('?')) out[name] = withoutParameters(value, stripQuery);
+    }
+  }
   return out;
+}
+
+/** Response headers that may carry the request URL back. */
+const URL_ECHOING_HEADERS = ['location', 'content-location'] as const;
+
+/** `url` with the query parameters named in `names` removed; its fragment kept. */
+function withoutParameters(url: string, names: ReadonlySet<string>): string {
+  const hash = url.indexOf('#');
+  const fragment = hash === -1 ? '' : url.slice(hash);
+  return rewriteQuery(hash === -1 ? url : url.slice(0, hash), names, '') + fragment;
 }
 
 /**

@@ -13,6 +13,8 @@ export function checkRequestTarget(url: string): string | undefined {
       : 'request target must be an absolute path';
   }
   if (url.charCodeAt(1) === 47) return 'request path must not start with //';
+  // A fragment never leaves the client: one in the target would put query attachments after it.
+  if (url.includes('#')) return 'a request target must not contain # (a fragment stays with the client)';
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   // Fast path: the common case has no percent signs, dots or semicolons after slashes, or backslashes.

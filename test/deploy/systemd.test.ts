@@ -155,6 +155,10 @@ describe('systemd unit', () => {
     for (const [key, want] of Object.entries(expected)) assert.equal(value(key), want, `${key}=`);
   });
 
+  it('never dumps core: the memory holds the credentials and tokens', () => {
+    assert.equal(value('LimitCORE'), '0');
+  });
+
   it('gives the optional token.file a runtime directory writable under ProtectSystem=strict', () => {
     assert.equal(value('RuntimeDirectory'), 'b2b-sidecar');
     const tokenEnv = schemaAt(['token', 'file'])?.['x-env'];

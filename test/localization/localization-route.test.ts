@@ -43,6 +43,12 @@ describe('localization route on the proxy listener', () => {
     assert.equal(JSON.stringify(seen.headers).includes(CREDENTIALS.apiKey), false);
   });
 
+  it('sends no cookie at all to the localization server: a client\'s jar holds the B2B service\'s session cookies', async () => {
+    const res = await send(s.port, { path: '/l10n/api/translations/demo/web/en/', headers: { cookie: 'JSESSIONID=b2b-session-1; other=2' } });
+    assert.equal(res.status, 200);
+    assert.equal(l10n.stats.requests.at(-1)!.headers.cookie, undefined);
+  });
+
   it('forwards a query on the bare prefix as "/?query" (regression: it became a 502)', async () => {
     const res = await send(s.port, { path: '/l10n?format=json' });
     assert.notEqual(res.status, 502);

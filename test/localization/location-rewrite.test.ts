@@ -28,6 +28,13 @@ describe('Location rewrite for the localization route', () => {
     assert.equal(rewrite('/accounts/login/'), '/accounts/login/');
   });
 
+  it('resolves dot segments, raw or encoded, so a client cannot be sent from the prefix to the B2B route', () => {
+    const rewrite = createLocationRewrite('https://weblate.example.com', '/l10n');
+    assert.equal(rewrite('/../pub/b2b/v1/objects/1'), '/l10n/pub/b2b/v1/objects/1');
+    assert.equal(rewrite('https://weblate.example.com/api/../../pub/x?y=1'), '/l10n/pub/x?y=1');
+    assert.equal(rewrite('/%2e%2e/pub/x'), '/l10n/pub/x');
+  });
+
   it('passes other redirects unchanged: other origins, other schemes or ports, relative references', () => {
     const rewrite = createLocationRewrite('https://weblate.example.com', '/l10n');
     for (const location of [

@@ -24,13 +24,13 @@ describe('attachment templates', () => {
     assert.equal(prepared.query, 'rkObjectId=obj%207');
     assert.equal(prepared.cookie, 'session=tok-123');
     assert.deepEqual([...compiled.headerNames], ['x-auth']);
-    assert.deepEqual([...compiled.queryNames], ['rkObjectId']);
+    assert.deepEqual([...compiled.queryNames], ['rkobjectid'], 'stored lower-case: stripped whatever the case');
     assert.deepEqual([...compiled.cookieNames], ['session']);
   });
 });
 
 describe('rewriteQuery', () => {
-  const names = new Set(['rkObjectId']);
+  const names = new Set(['rkobjectid']);
   it('appends to a path without a query', () => {
     assert.equal(rewriteQuery('/a/b', names, 'rkObjectId=1'), '/a/b?rkObjectId=1');
   });
@@ -42,6 +42,9 @@ describe('rewriteQuery', () => {
   });
   it('leaves paths untouched when there is nothing to do', () => {
     assert.equal(rewriteQuery('/a?x=1', new Set(), ''), '/a?x=1');
+  });
+  it('removes a client parameter whatever its case (servers such as ASP.NET ignore it)', () => {
+    assert.equal(rewriteQuery('/a?RKOBJECTID=evil&RkObjectId=evil2&x=1', names, 'rkObjectId=1'), '/a?x=1&rkObjectId=1');
   });
 });
 
@@ -55,5 +58,8 @@ describe('rewriteCookie', () => {
   });
   it('drops the header when nothing remains', () => {
     assert.equal(rewriteCookie('session=evil', names, ''), undefined);
+  });
+  it('removes a client cookie whatever its case', () => {
+    assert.equal(rewriteCookie('SESSION=evil; Session=evil2; a=1', names, 'session=t'), 'a=1; session=t');
   });
 });

@@ -22,6 +22,9 @@ describe('checkRequestTarget', () => {
     ['/a\\b', /encoded slashes/],
     ['/a%00b', /encoded slashes/],
     ['/a%zz', /malformed/],
+    // A fragment never leaves the client; a query attachment would land after it.
+    ['/pub/b2b/v1/objects/1#x', /must not contain #/],
+    ['/a?b=1#c', /must not contain #/],
     // Tomcat, Jetty and Spring drop matrix parameters, so `..;x` is `..` there.
     ['/pub/b2b/v1/..;/..;/admin', /dot segments/],
     ['/pub/%2e%2e;/x', /dot segments/],
