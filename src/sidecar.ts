@@ -126,6 +126,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const handler = createProxyHandler({
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
       replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
+      minUploadBytesPerSecond: config.proxy.minUploadBytesPerSecond,
     });
     const proxyListener = createListener(handler, config.proxy, logger, { onRefused: (reason) => metrics.connectionRefused('proxy', reason) });
     listener = proxyListener;

@@ -142,6 +142,7 @@ export const ConfigSchema = Type.Object(
         headersTimeoutMs: Type.Integer({ ...millis, minimum: 1000, default: 20000, description: 'Longest time a client may take to send request headers to the listener.' }),
         maxHeaderBytes: Type.Integer({ minimum: 1024, maximum: 1048576, default: 16384, description: 'Largest request header block accepted (→ 431).' }),
         maxConnections: Type.Integer({ minimum: 1, default: 1024, description: 'Most simultaneous client connections on the listener.' }),
+        minUploadBytesPerSecond: Type.Integer({ minimum: 0, default: 1024, description: 'A request body, once started, must arrive at this rate or faster over every 10 s, or it is cut with 408 and its upstream connection released: slow uploads cannot hold every pooled connection. 0 = off.' }),
         maxConnectionsPerSource: Type.Integer({ minimum: 1, default: 256, description: 'Most simultaneous connections from one source address; more are answered 503 and closed at once (b2b_sidecar_connections_refused_total). All local apps share 127.0.0.1, so keep it high on a host; it matters when the listener serves several hosts.' }),
       },
       { additionalProperties: false, default: {} },

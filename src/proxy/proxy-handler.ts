@@ -15,6 +15,7 @@ import type { Metrics, RouteName } from '../observability/metrics.js';
 import { ClientGone, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from '../upstream/engine.js';
 import type { ReplayBudget } from './replay-body.js';
 import { planBody, type BodyPlan } from './request-body.js';
+import { UploadPaces } from './upload-pace.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { sendJson } from '../shared/send-json.js';
@@ -56,7 +57,12 @@ export interface ProxyHandlerOptions {
   /** Bytes held for replay across all requests in flight. */
   replayBudget: ReplayBudget;
   logRequests: boolean;
+  /** `proxy.minUploadBytesPerSecond`: a started body slower than this over a window is cut with 408; 0 = off. */
+  minUploadBytesPerSecond?: number;
 }
+
+/** The window the minimum upload rate is measured over. */
+export const UPLOAD_WINDOW_MS = 10_000;
 
 /** A body that cannot be sent a second time. */
 const NOT_REPLAYABLE = Symbol('not replayable');
@@ -73,6 +79,7 @@ type GuardedSocket = { [GUARD_DECISION]?: boolean };
 export function createProxyHandler(options: ProxyHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { guard, metrics, logger, clock } = options;
   const replay = { limit: options.replayBodyLimitBytes, budget: options.replayBudget, onDrop: metrics.replayCaptureDropped };
+  const paces = new UploadPaces(options.minUploadBytesPerSecond ?? 0, UPLOAD_WINDOW_MS, clock);
   const routes = [...options.routes].sort((a, b) => b.prefix.length - a.prefix.length);
 
   const allowed = (req: IncomingMessage): boolean => {
@@ -121,6 +128,16 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     // The body streams upstream at once (a copy kept for a replay where it fits), so the
     // credentials are the current ones at dispatch.
     const body = planBody(req, replay);
+    if (body.kind !== 'none') {
+      body.tee.pace = paces.watch(() => {
+        // Too slow: answer (if nothing went out yet), then release the upstream exchange and its
+        // pooled connection; the client's connection closes after the answer.
+        logger.warn('request body too slow: cut', { route: route.name, method, source, minBytesPerSecond: paces.bytesPerSecond });
+        res.shouldKeepAlive = false;
+        if (!res.headersSent) respond(408, `request body too slow: under ${paces.bytesPerSecond} bytes/s`);
+        gone.abort();
+      });
+    }
     const credentials = route.credentials.current();
     const forwarded = credentials
       ? forward(route, req, res, credentials, body, gone, started, path)

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CaptureDropReason } from '../observability/metrics.js';
+import type { UploadPace } from './upload-pace.js';
 
 /**
  * The bytes held for replay across every request in flight. Each request's copy is bounded by
@@ -55,6 +56,8 @@ export class ReplayTee extends Readable {
   /** No consumer any more: chunks only go to the copy. */
   #detached = false;
   #waiters: Array<(body: Buffer | undefined) => void> = [];
+  /** The minimum upload rate's watch of this body, if any. */
+  pace: UploadPace | undefined;
 
   /** `limit` 0: no copy at all (a body declared larger than the limit, or replay off). */
   constructor(req: IncomingMessage, limit: number, budget: ReplayBudget, onDrop: (reason: CaptureDropReason) => void) {
@@ -116,6 +119,7 @@ export class ReplayTee extends Readable {
   }
 
   readonly #onData = (chunk: Buffer): void => {
+    this.pace?.progress(chunk.length);
     if (this.#chunks) this.#capture(chunk);
     if (this.#detached) return;
     if (!this.push(chunk)) this.#req.pause();
@@ -136,6 +140,7 @@ export class ReplayTee extends Readable {
 
   readonly #onEnd = (): void => {
     this.#ended = true;
+    this.pace?.done();
     if (!this.#detached) this.push(null);
     // Joined only for a replay that waits for it: most bodies are never sent twice.
     if (this.#chunks && this.#waiters.length > 0) this.#settle(this.#whole());
@@ -143,6 +148,7 @@ export class ReplayTee extends Readable {
 
   readonly #onClose = (): void => {
     this.#req.off('data', this.#onData);
+    this.pace?.done();
     if (this.#ended) return;
     // The client went away mid-upload: the body can neither be completed nor replayed.
     this.#aborted = true;
