@@ -15,6 +15,7 @@ const commands = {
   translation: () => import('../commands/translation.js').then((m) => m.translationCommand),
   doctor: () => import('../commands/doctor.js').then((m) => m.doctorCommand),
   healthcheck: () => import('../commands/healthcheck.js').then((m) => m.healthcheckCommand),
+  wait: () => import('../commands/wait.js').then((m) => m.waitCommand),
 };
 
 const version = io.version ?? 'unknown';
@@ -99,6 +100,12 @@ program.command('translation').description('show one translation of the localiza
 program.command('healthcheck').description('exit 0 when /healthz on the configured admin listener answers 200, else 1 (for a container HEALTHCHECK)')
   .addOption(configOption())
   .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
+
+program.command('wait').description('exit 0 once /readyz answers 200 (the sidecar holds a token), 1 on timeout: for postStart hooks, ExecStartPost= and scripts')
+  .addOption(configOption())
+  .option('--timeout <duration>', 'how long to wait: 30s, 500ms, 2m', '30s')
+  .option('--admin <url>', 'the admin listener, e.g. http://127.0.0.1:9464 (default: from the config)')
+  .action((o: import('../commands/wait.js').WaitArgs) => { result = commands.wait().then((f) => f(o, io)); });
 
 try {
   program.parse(process.argv);

@@ -216,3 +216,12 @@ describe('e2e helpers and a stale build', () => {
     assert.match(staleBuild(cli, src) ?? '', /dist\/ is older than src\/: run npm run build/);
   });
 });
+
+describe('wait through the built CLI', () => {
+  it('is listed in --help and exits 2 for a bad --admin', async () => {
+    assert.match((await runCli(['--help'])).stdout, /^\s+wait \[options\]/m);
+    const bad = await runCli(['wait', '--admin', 'ftp://x']);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--admin must be the admin listener's http:\/\/ URL/);
+  });
+});

@@ -1,0 +1,97 @@
+import { request } from 'node:http';
+import { loadConfigOrExit } from './config-problems.js';
+import { connectHost } from './healthcheck.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+
+/** Arguments of `wait`. */
+export interface WaitArgs {
+  config?: string;
+  /** The admin listener's base URL (`http://127.0.0.1:9464`); from the config when absent. */
+  admin?: string;
+  /** `30s`, `500ms`, `2m` or plain seconds; default 30 s. */
+  timeout?: string;
+  /** Between two asks of /readyz; tests shorten it. */
+  intervalMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const INTERVAL_MS = 250;
+/** One ask may take this long before it counts as no answer. */
+const ASK_TIMEOUT_MS = 2_000;
+
+/**
+ * `wait [--timeout 30s] [--admin URL] [--config FILE]`: blocks until the sidecar's `/readyz`
+ * answers 200, for a script, a Kubernetes `postStart` hook or systemd's `ExecStartPost=` that must
+ * not start the app before the sidecar holds a token (modelled on cloud-sql-proxy's `wait`).
+ * Exit codes: 0 ready; 1 not ready within the timeout (the last readiness message on stderr);
+ * 2 a bad option or configuration.
+ */
+export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number> {
+  const timeoutMs = parseDuration(args.timeout ?? '30s');
+  if (timeoutMs === undefined) {
+    io.stderr.write(`wait: --timeout must be a duration such as 30s, 500ms or 2m, got ${JSON.stringify(args.timeout)}\n`);
+    return EXIT_USAGE;
+  }
+  let base: URL;
+  if (args.admin !== undefined) {
+    try {
+      base = new URL(args.admin);
+      if (base.protocol !== 'http:') throw new Error('not http');
+    } catch {
+      io.stderr.write(`wait: --admin must be the admin listener's http:// URL, e.g. http://127.0.0.1:9464, got ${JSON.stringify(args.admin)}\n`);
+      return EXIT_USAGE;
+    }
+  } else {
+    const config = await loadConfigOrExit(args.config, io);
+    if (typeof config === 'number') return config;
+    const host = connectHost(config.admin.host);
+    base = new URL(`http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`);
+  }
+  const url = new URL('/readyz', base);
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer yet';
+  for (;;) {
+    const answer = await ask(url);
+    if (answer.status === 200) {
+      io.stdout.write(`ready: ${url.href} answered 200\n`);
+      return EXIT_OK;
+    }
+    last = answer.status === undefined ? answer.reason : `${answer.status}${answer.reason ? ` ${answer.reason}` : ''}`;
+    if (Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, Math.min(args.intervalMs ?? INTERVAL_MS, Math.max(0, deadline - Date.now()))));
+  }
+  io.stderr.write(`not ready after ${timeoutMs / 1000} s: ${url.href} last answered ${last}\n`);
+  return EXIT_FAILURE;
+}
+
+/** Milliseconds of `30s`, `500ms`, `2m` or plain seconds; undefined when it is none of them. */
+export function parseDuration(text: string): number | undefined {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(text);
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  const ms = m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
+  return Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}
+
+/** One GET of /readyz: its status and message, or why there was none. */
+function ask(url: URL): Promise<{ status?: number; reason: string }> {
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'GET', agent: false, timeout: ASK_TIMEOUT_MS }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => { if (body.length < 4096) body += d; });
+      res.on('end', () => {
+        let message = '';
+        try {
+          message = String((JSON.parse(body) as { message?: unknown }).message ?? '');
+        } catch {
+          // not JSON: the status alone
+        }
+        resolve({ status: res.statusCode ?? 0, reason: message ? `"${message}"` : '' });
+      });
+    });
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ reason: `no answer (${err.code ?? err.message})` }));
+    req.end();
+  });
+}
