@@ -7,6 +7,8 @@ import type { LocalizationPart } from './localization/localization-part.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type Metrics } from './observability/metrics.js';
 import { createListener, type Listener } from './proxy/listener.js';
+import { groupId } from './proxy/local-socket.js';
+import { rmSync } from 'node:fs';
 import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
 import { ReplayBudget } from './proxy/replay-body.js';
 import { startServicePart, tokenClientOptions, transportOptions, type ServicePart } from './service/service-part.js';
@@ -74,6 +76,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   let service: ServicePart | undefined;
   let localization: LocalizationPart | undefined;
   let listener: Listener | undefined;
+  let socketListener: Listener | undefined;
   let draining = false;
   let phase: 'idle' | 'starting' | 'started' = 'idle';
   /** Settles (never rejects) once start() has finished or given up. */
@@ -147,6 +150,21 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     // Each registered before it binds: a stop() racing the bind still closes it.
     const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
     const port = await group.started(listenOn(proxyListener, 'proxy', config.listen), () => proxyListener.close(0));
+    const socketPath = config.listen.socket;
+    if (socketPath) {
+      // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
+      const onSocket = createListener(handler, config.proxy, logger, { local: true });
+      socketListener = onSocket;
+      let ours = false; // only a file this process made is removed: not a live one it refused to take
+      await group.started(
+        onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), config.listen.socketGroup ? groupId(config.listen.socketGroup) : undefined)
+          .then(() => { ours = true; }, (err: unknown) => { throw new ListenError('proxy', socketPath, undefined, err); }),
+        async () => {
+          await onSocket.close(0);
+          if (ours) rmSync(socketPath, { force: true });
+        },
+      );
+    }
 
     phase = 'started';
     part.tokens.start();
@@ -154,6 +172,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     logger.info('sidecar started', {
       version: deps.version ?? 'unknown', node: process.version,
       listen: `${config.listen.host}:${port}`, admin: `${config.admin.host}:${adminPort}`,
+      ...(socketPath ? { socket: socketPath, socketMode: config.listen.socketMode, socketGuard: 'file permissions (guard.allow does not apply)' } : {}),
       service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(tokenClientOptions(config, undefined)), engine: config.proxy.engine,
       localization: l10n ? new URL(l10n.baseUrl).origin : undefined,
     });
@@ -183,7 +202,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       if (config.shutdown.delaySeconds > 0) {
         await new Promise<void>((resolve) => clock.setTimeout(resolve, config.shutdown.delaySeconds * 1000));
       }
-      await listener?.close(config.shutdown.timeoutSeconds * 1000);
+      await Promise.all([listener?.close(config.shutdown.timeoutSeconds * 1000), socketListener?.close(config.shutdown.timeoutSeconds * 1000)]);
       await stop();
     })();
     return drained;

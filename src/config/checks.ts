@@ -58,6 +58,7 @@ export function checkSemantics(config: Section, report: Report): void {
   checkHost(section(config.listen).host, ['listen', 'host'], report);
   checkHost(admin.host, ['admin', 'host'], report);
   checkListeners(section(config.listen), admin, report);
+  checkSocket(section(config.listen), wideOk, report);
   checkRenewal(section(config.token), report);
   const proxy = section(config.proxy);
   if (typeof proxy.headersTimeoutMs === 'number' && typeof proxy.requestTimeoutMs === 'number'
@@ -276,4 +277,22 @@ function withinSchema(path: ConfigPath, value: number): boolean {
   const node = schemaAt(path) as { minimum?: number; maximum?: number; exclusiveMinimum?: number } | undefined;
   if (!node) return true;
   return !(value < (node.minimum ?? -Infinity) || value > (node.maximum ?? Infinity) || value <= (node.exclusiveMinimum ?? -Infinity));
+}
+
+/**
+ * `listen.socket`: its directory must exist, and its mode is its guard (a unix peer has no address
+ * to check): a mode that lets every user connect (o+w) is an open proxy unless the operator says so.
+ */
+function checkSocket(listen: Section, wideOk: boolean, report: Report): void {
+  const { socket, socketMode } = listen;
+  if (typeof socket !== 'string' || !socket.startsWith('/')) return;
+  const dir = dirname(socket);
+  try {
+    if (!statSync(dir).isDirectory()) report(['listen', 'socket'], `${dir} is not a directory`);
+  } catch {
+    report(['listen', 'socket'], `directory ${dir} does not exist`);
+  }
+  if (typeof socketMode === 'string' && /^0?[0-7]{3}$/.test(socketMode) && (parseInt(socketMode, 8) & 0o002) !== 0 && !wideOk) {
+    report(['listen', 'socketMode'], `"${socketMode}" lets every user of this host connect and act as the integrator; use 0660 with listen.socketGroup, or set guard.allowAnyone: true if that is intended`);
+  }
 }

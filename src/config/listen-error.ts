@@ -15,10 +15,13 @@ const REASONS: Record<string, string> = {
  */
 export class ListenError extends SidecarError {
   override name = 'ListenError';
-  constructor(listener: 'proxy' | 'admin', host: string, port: number, cause: unknown) {
+  /** `port` undefined: `host` is the unix socket path of `listen.socket`. */
+  constructor(listener: 'proxy' | 'admin', host: string, port: number | undefined, cause: unknown) {
     const code = (cause as NodeJS.ErrnoException).code ?? 'error';
     const section = listener === 'proxy' ? 'listen' : 'admin';
     const reason = REASONS[code] ?? (cause as Error).message;
-    super('SIDECAR_ERR_LISTEN', 500, formatProblem([section, 'port'], `the ${listener} listener cannot listen on ${host}:${port} (${section}.host): ${reason} [${code}]`), { cause });
+    super('SIDECAR_ERR_LISTEN', 500, port === undefined
+      ? formatProblem(['listen', 'socket'], `the proxy listener cannot listen on the unix socket ${host}: ${reason}${code === 'error' ? '' : ` [${code}]`}`)
+      : formatProblem([section, 'port'], `the ${listener} listener cannot listen on ${host}:${port} (${section}.host): ${reason} [${code}]`), { cause });
   }
 }

@@ -83,7 +83,16 @@ export const LocalizationSchema = Type.Object(
 
 export const ConfigSchema = Type.Object(
   {
-    listen: Listener(8080, 'B2B_LISTEN_PORT', 'proxy (plain HTTP)'),
+    listen: Type.Object(
+      {
+        host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address the proxy (plain HTTP) listener binds to.' }),
+        port: Port(8080, 'B2B_LISTEN_PORT', 'TCP port of the proxy (plain HTTP) listener (0 picks a free port).'),
+        socket: Type.Optional(Type.String({ pattern: '^/', description: 'Also serve the proxy on this unix socket (an absolute path), e.g. /run/b2b-sidecar/sidecar.sock. Its file mode is the guard: guard.allow cannot apply to it.', ...env('B2B_LISTEN_SOCKET') })),
+        socketMode: Type.String({ pattern: '^0?[0-7]{3}$', default: '0660', description: 'File mode of listen.socket (octal). Connecting needs write permission: a mode that lets every user write (o+w) needs guard.allowAnyone.' }),
+        socketGroup: Type.Optional(Type.String({ minLength: 1, description: 'Group (name or number) given to listen.socket, so the apps in it can connect.' })),
+      },
+      { additionalProperties: false, default: {} },
+    ),
     admin: Type.Object(
       {
         host: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Address the admin listener (/metrics, /healthz, /readyz) binds to.' }),

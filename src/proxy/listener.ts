@@ -6,6 +6,8 @@ import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js'
 import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
+import { chmodSync, chownSync } from 'node:fs';
+import { clearStaleSocket, LOCAL_SOCKET } from './local-socket.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -25,6 +27,8 @@ export interface ConnectionPolicy {
   admit?: (peer: string | undefined) => boolean;
   /** Counts each refused connection (a metric). */
   onRefused?: (reason: ConnectionRefusal) => void;
+  /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
+  local?: boolean;
 }
 
 /** A refused connection gets its answer and is closed within this, whatever the client does. */
@@ -33,6 +37,12 @@ const REFUSED_LINGER_MS = 1000;
 /** A plain-HTTP listener with deliberate limits and a graceful drain. */
 export interface Listener {
   listen(host: string, port: number): Promise<number>;
+  /**
+   * Listens on a unix socket at `path` instead: a stale socket is replaced only if nothing answers
+   * on it; the file is created with `mode` (under a matching umask, so it is never more open) and
+   * given `gid` when set. Pair with the `local` connection policy.
+   */
+  listenPath(path: string, mode: number, gid?: number): Promise<void>;
   /** Stops accepting, lets in-flight requests finish for up to `timeoutMs`, then cuts the rest. */
   close(timeoutMs?: number): Promise<void>;
   readonly server: Server;
@@ -97,7 +107,8 @@ export function createListener(
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
-  guardConnections(server, limits.maxConnectionsPerSource, policy, logger);
+  if (policy.local) server.prependListener('connection', (socket: Socket) => { (socket as Socket & { [LOCAL_SOCKET]?: boolean })[LOCAL_SOCKET] = true; });
+  else guardConnections(server, limits.maxConnectionsPerSource, policy, logger);
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
   server.on('upgrade', (req: IncomingMessage, socket: Socket, bodyHead: Buffer) => {
     if (!offersOnlyH2c(req.headers.upgrade)) {
@@ -129,6 +140,23 @@ export function createListener(
           resolve((server.address() as AddressInfo).port);
         });
       });
+    },
+    async listenPath(path, mode, gid) {
+      await clearStaleSocket(path);
+      const previous = process.umask(0o777 & ~mode);
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(path, () => {
+            server.off('error', reject);
+            resolve();
+          });
+        });
+      } finally {
+        process.umask(previous);
+      }
+      chmodSync(path, mode);
+      if (gid !== undefined) chownSync(path, -1, gid);
     },
     async close(timeoutMs = 0) {
       if (!server.listening) return;

@@ -16,6 +16,7 @@ import { ClientGone, type ProxyEngine, type UpstreamRequest, type UpstreamRespon
 import type { ReplayBudget } from './replay-body.js';
 import { planBody, type BodyPlan } from './request-body.js';
 import { UploadPaces } from './upload-pace.js';
+import { isLocalSocket } from './local-socket.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { sendJson } from '../shared/send-json.js';
@@ -83,6 +84,8 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   const routes = [...options.routes].sort((a, b) => b.prefix.length - a.prefix.length);
 
   const allowed = (req: IncomingMessage): boolean => {
+    // The unix-socket listener: its file mode is the guard (local-socket.ts).
+    if (isLocalSocket(req.socket)) return true;
     if (guard.peerOnly) {
       const socket = req.socket as typeof req.socket & GuardedSocket;
       // One decision per connection: the peer cannot change on a keep-alive socket.
@@ -97,7 +100,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const url = req.url ?? '/';
     const route = pickRoute(routes, url);
     // Read now: once undici has consumed the request as a body, `req.socket` is null (docs/traps.md T29).
-    const source = req.socket.remoteAddress;
+    const source = req.socket.remoteAddress ?? (isLocalSocket(req.socket) ? 'unix' : undefined);
     metrics.requestStarted();
     const respond = (status: number, message: string, headers?: Record<string, string>) => {
       metrics.responseStarted(route.name, method, status, (clock.now() - started) / 1000);
