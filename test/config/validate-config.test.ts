@@ -80,7 +80,7 @@ describe('validateConfig: defaults', () => {
       ['header', 'Authorization', 'Bearer {token}'],
       ['header', 'ApiKey', '{apiKey}'],
     ]);
-    assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080 });
+    assert.deepEqual(config.listen, { host: '127.0.0.1', port: 8080, socketMode: '0660' });
     assert.equal(config.admin.port, 9464);
     assert.deepEqual(config.guard.allow, ['127.0.0.1/32', '::1/128']);
     assert.equal(config.log.level, 'info');
