@@ -90,6 +90,25 @@ describe('credential store', () => {
     rmSync(dir, { recursive: true });
   });
 
+  it('runs one re-read at a time (later asks share it) and reports one still running after 10 s as stuck', async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'key'), 'key-1');
+    writeFileSync(join(dir, 'pw'), 'pw-1111');
+    let now = 0;
+    const store = await createCredentialStore({ apiKeyFile: join(dir, 'key'), passwordFile: join(dir, 'pw') }, { logger: captureLogger().logger, secrets: new SecretSet(), now: () => now });
+    writeFileSync(join(dir, 'pw'), 'pw-2222');
+    const first = store.reload();
+    const second = store.reload(); // joins the running one, one more is queued
+    assert.equal(store.stuckSeconds(), undefined);
+    now += 11_000; // the read has not finished: on a hung file system it never would
+    assert.equal(store.stuckSeconds(), 11, 'readiness says a re-read is stuck');
+    assert.deepEqual(await Promise.all([first, second]), [true, false]);
+    assert.equal(store.stuckSeconds(), undefined);
+    assert.equal(store.current().password, 'pw-2222');
+    store.close();
+    rmSync(dir, { recursive: true });
+  });
+
   it('notices a Kubernetes symlink swap in the parent directory and calls onChange', { timeout: 10_000 }, async () => {
     const dir = tempDir();
     k8sVolume(dir, { 'api-key': 'key-old', password: 'pw-old' }, 1);
