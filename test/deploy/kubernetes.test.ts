@@ -30,7 +30,8 @@ const COMPONENTS = ['components/servicemonitor', 'components/pre-1.29'] as const
 const SIDECAR = 'b2b-sidecar';
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> } } & Record<string, unknown>;
-interface Patch { target: { group?: string; version?: string; kind: string; name: string }; patch: string }
+/** A JSON 6902 patch given inline (`patch`), or a strategic merge patch file (`path`). */
+interface Patch { target: { group?: string; version?: string; kind: string; name: string }; patch?: string; path?: string }
 interface Kustomization {
   kind: string;
   resources?: string[];
@@ -103,6 +104,30 @@ function applyPatch(doc: unknown, ops: Op[]): void {
   }
 }
 
+/**
+ * A strategic merge patch as kustomize applies it to the parts these manifests use: maps merge
+ * key by key, lists of named objects (containers, volumes, ports) merge by `name` (new names are
+ * appended, existing ones merged), other lists and scalars are replaced. The patch's own
+ * metadata.name is ignored (the target is chosen by `target`).
+ */
+function strategicMerge(into: Record<string, unknown>, patch: Record<string, unknown>, top = true): void {
+  for (const [key, value] of Object.entries(patch)) {
+    if (top && (key === 'metadata' || key === 'apiVersion' || key === 'kind')) continue;
+    const current = into[key];
+    if (Array.isArray(value) && Array.isArray(current) && value.every((v) => v && typeof v === 'object' && 'name' in v)) {
+      for (const item of value as Array<Record<string, unknown>>) {
+        const same = (current as Array<Record<string, unknown>>).find((c) => c.name === item.name);
+        if (same) strategicMerge(same, item, false);
+        else current.push(structuredClone(item));
+      }
+    } else if (value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object' && !Array.isArray(current)) {
+      strategicMerge(current as Record<string, unknown>, value as Record<string, unknown>, false);
+    } else {
+      into[key] = structuredClone(value);
+    }
+  }
+}
+
 function matchesTarget(m: Manifest, t: Patch['target']): boolean {
   const [group, version] = m.apiVersion.includes('/') ? m.apiVersion.split('/') : ['', m.apiVersion];
   return m.kind === t.kind && m.metadata.name === t.name
@@ -127,7 +152,8 @@ function render(dir: string, components: readonly string[] = []): Manifest[] {
     for (const p of c.patches ?? []) {
       const targets = out.filter((m) => matchesTarget(m, p.target));
       assert.equal(targets.length, 1, `${component}: the patch target ${p.target.kind}/${p.target.name} exists once`);
-      applyPatch(targets[0], parse(p.patch) as Op[]);
+      if (p.path !== undefined) strategicMerge(targets[0]!, readDocs(join(cdir, p.path))[0]!);
+      else applyPatch(targets[0], parse(p.patch!) as Op[]);
     }
   }
   return out;
@@ -436,5 +462,34 @@ describe('deploy/kubernetes: components/pre-1.29', () => {
   it('is not enabled by default', () => {
     assert.ok(!(readKustomization(K8S).components ?? []).length);
     assert.ok(existsSync(join(K8S, 'components/pre-1.29/kustomization.yaml')));
+  });
+});
+
+describe('deploy/kubernetes: components/add-to-deployment (the sidecar added to an existing Deployment)', () => {
+  const overlay = join(repo, 'test/fixtures/k8s-existing-app');
+  const rendered = render(overlay);
+  const mine = rendered.find((m) => m.kind === 'Deployment')!;
+  const example = render(K8S).find((m) => m.kind === 'Deployment')! as unknown as { spec: { template: { spec: { initContainers: unknown[]; volumes: unknown[] } } } };
+  const spec = (mine as unknown as { spec: { template: { spec: Record<string, unknown> & { containers: Array<{ name: string }>; initContainers: Array<{ name: string }>; volumes: Array<{ name: string }>; securityContext: Record<string, unknown> } } } }).spec.template.spec;
+
+  it('adds the sidecar, exactly as the example runs it, to the user\'s own Deployment and creates nothing of the example app', () => {
+    assert.equal(mine.metadata.name, 'my-app');
+    assert.deepEqual(rendered.map((m) => `${m.kind}/${m.metadata.name}`).sort(), ['ConfigMap/b2b-sidecar-config', 'Deployment/my-app']);
+    assert.deepEqual(spec.initContainers.map((c) => c.name), ['migrate', SIDECAR], 'the user\'s init container stays first');
+    assert.deepEqual(spec.initContainers[1], example.spec.template.spec.initContainers[0]);
+    assert.ok(example.spec.template.spec.volumes.every((v) => spec.volumes.some((w) => JSON.stringify(w) === JSON.stringify(v))));
+  });
+
+  it('leaves the user\'s containers, volumes and pod settings as they were, adding fsGroup for the Secret files', () => {
+    const original = readDocs(join(overlay, 'my-app.yaml'))[0] as unknown as { spec: { template: { spec: typeof spec } } };
+    assert.deepEqual(spec.containers, original.spec.template.spec.containers);
+    assert.deepEqual(spec.volumes.slice(0, original.spec.template.spec.volumes.length), original.spec.template.spec.volumes);
+    assert.equal(spec.securityContext.fsGroup, 65532);
+    assert.equal(spec.securityContext.runAsNonRoot, true, 'the user\'s own pod securityContext is kept');
+    assert.equal(spec.serviceAccountName, 'my-app');
+  });
+
+  it('validates as a Kubernetes Deployment', () => {
+    assert.doesNotThrow(() => new Deployment(mine as never).validate());
   });
 });
