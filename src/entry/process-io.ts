@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { EXIT_INTERRUPTED, type CommandIo } from '../commands/io.js';
 
@@ -8,9 +8,16 @@ import { EXIT_INTERRUPTED, type CommandIo } from '../commands/io.js';
  */
 export function packageVersion(script = process.argv[1]): string {
   if (!script) return 'unknown';
+  let real: string;
+  try {
+    // Installed, the command is a symlink (node_modules/.bin, /usr/bin) to dist/cli.js.
+    real = realpathSync(script);
+  } catch {
+    return 'unknown';
+  }
   for (const up of ['..', '../..', '../../..']) {
     try {
-      const pkg = JSON.parse(readFileSync(join(dirname(script), up, 'package.json'), 'utf8')) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(join(dirname(real), up, 'package.json'), 'utf8')) as { name?: string; version?: string };
       if (pkg.name === 'b2b-sidecar' && pkg.version) return pkg.version;
     } catch {
       // try the next level

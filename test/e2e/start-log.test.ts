@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -44,6 +45,10 @@ describe('start-up log (issue 13 §2, §3)', () => {
   it('says which version runs on which Node.js, in the start log and in b2b_sidecar_build_info', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
     assert.equal(packageVersion(), version, 'the process entry reads the package version');
+    // Installed, the command is a symlink (node_modules/.bin, /usr/bin) to dist/cli.js.
+    const bin = join(mkdtempSync(join(tmpdir(), 'b2b-bin-')), 'b2b-sidecar');
+    symlinkSync(fileURLToPath(new URL('../../dist/cli.js', import.meta.url)), bin);
+    assert.equal(packageVersion(bin), version);
     const config = validateConfig({
       listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 },
       service: { baseUrl: 'https://127.0.0.1:1', caFile: (await testTls()).caFile, tokenTimeoutMs: 100 },
