@@ -79,7 +79,7 @@ describe('systemd unit', () => {
     // verify insists that ExecStart's binary exists; in the copy it is this node. The real binary
     // is checked by scripts/pack-smoke.sh, which installs the packed tarball with npm install -g.
     const copy = join(dir, 'b2b-sidecar.service');
-    writeFileSync(copy, unitText.replace(/^ExecStart=\S+/m, `ExecStart=${process.execPath}`));
+    writeFileSync(copy, unitText.replace(/^ExecStart=\S+/m, `ExecStart=${process.execPath}`).replace(/^ExecStartPost=-\S+/m, `ExecStartPost=-${process.execPath}`));
     const result = spawnSync('systemd-analyze', ['verify', copy], { encoding: 'utf8' });
     const about = `${result.stdout}${result.stderr}`.split('\n').filter((l) => l.includes('b2b-sidecar'));
     assert.deepEqual(about, [], 'systemd-analyze verify complaints about the unit');
@@ -153,6 +153,14 @@ describe('systemd unit', () => {
       MemoryDenyWriteExecute: 'no',
     };
     for (const [key, want] of Object.entries(expected)) assert.equal(value(key), want, `${key}=`);
+  });
+
+  it('gates its start on readiness: ExecStartPost waits for /readyz with the same config, within the start timeout, without failing the unit', () => {
+    const post = value('ExecStartPost');
+    assert.equal(post, '-/usr/bin/b2b-sidecar wait --config /etc/b2b-sidecar/sidecar.yaml --timeout 60s');
+    assert.equal(post.split(' wait ')[0]!.slice(1), value('ExecStart').split(' run ')[0], 'the same binary');
+    assert.equal(post.split('--config ')[1]!.split(' ')[0], value('ExecStart').split('--config ')[1], 'the same config');
+    assert.equal(value('Type'), 'exec', 'started once ExecStartPost returns');
   });
 
   it('never dumps core: the memory holds the credentials and tokens', () => {
