@@ -146,8 +146,14 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       ? forward(route, req, res, credentials, body, gone, started, path)
       : route.credentials.acquire().then((c) => forward(route, req, res, c, body, gone, started, path));
     forwarded.then(
-      () => { if (body.kind !== 'none') body.tee.release(); },
+      () => {
+        if (body.kind === 'none') return;
+        body.tee.release();
+        // Answered: the rest of a slow upload no longer holds a service connection.
+        body.tee.pace?.done();
+      },
       (err: unknown) => {
+        if (body.kind !== 'none') body.tee.pace?.done();
         // No token, service unreachable, a failed upload: the engine may never have read the
         // body. Reading the rest (and discarding it) lets the client finish sending and read the
         // answer; a paused request would wedge its keep-alive connection.
