@@ -32,6 +32,8 @@ export interface SidecarDeps {
   configPath?: string;
   /** The package version, for `b2b_sidecar_build_info` and the start log. */
   version?: string;
+  /** Where HTTPS_PROXY and NO_PROXY are read (tests pass their own); the process's environment by default. */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export interface Sidecar {
@@ -109,7 +111,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
     const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false }, { version: deps.version ?? 'unknown', node: process.version });
-    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}) });
+    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}) });
     service = part;
     const routes: ProxyRoute[] = [part.route];
     const l10n = config.localization;
@@ -120,7 +122,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // give up before making the part.
       group.alive();
       localization = await group.started(
-        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets }),
+        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets, metrics, ...(deps.env ? { env: deps.env } : {}) }),
         (l) => l.stop(),
       );
       routes.push(localization.route);
@@ -175,6 +177,9 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       ...(socketPath ? { socket: socketPath, socketMode: config.listen.socketMode, socketGuard: 'file permissions (guard.allow does not apply)' } : {}),
       service: new URL(config.service.baseUrl).origin, gentoken: gentokenUrl(tokenClientOptions(config, undefined)), engine: config.proxy.engine,
       localization: l10n ? new URL(l10n.baseUrl).origin : undefined,
+      // Which forward proxy carries which upstream's connections, or why none does.
+      egress: { service: part.egress.path, ...(localization ? { localization: localization.egress.path } : {}) },
+      ...clientCertificates(part, localization),
     });
     for (const warning of configWarnings(config)) logger.warn(warning.message, warning.fields);
     return { port, adminPort };
@@ -183,6 +188,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   async function reloadCredentials() {
     localization?.reload();
     if (!service) return;
+    await service.egress.reload(); // never rejects: a refused file keeps the current values
     try {
       if (await service.credentials.reload()) {
         logger.info('credentials changed; obtaining a token with the new ones');
@@ -238,4 +244,14 @@ function listenOn(listener: Listener, which: 'proxy' | 'admin', at: { host: stri
   return listener.listen(at.host, at.port).catch((err: unknown) => {
     throw new ListenError(which, at.host, at.port, err);
   });
+}
+
+/** The client certificates presented, for the start log (subject and expiry, never the key). */
+function clientCertificates(service: ServicePart, localization: LocalizationPart | undefined): Record<string, unknown> {
+  const shown: Record<string, unknown> = {};
+  for (const [route, handle] of [['service', service.egress], ['localization', localization?.egress]] as const) {
+    const certificate = handle?.certificate();
+    if (certificate) shown[`${route}ClientCertificate`] = { subject: certificate.subject, notAfter: certificate.notAfter.toISOString() };
+  }
+  return shown;
 }

@@ -13,7 +13,8 @@ import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
-import { serviceEngineOptions, tokenClientOptions } from '../service/service-part.js';
+import { serviceEngineOptions, startServiceEgress, tokenClientOptions } from '../service/service-part.js';
+import type { EgressHandle } from '../upstream/egress-settings.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
@@ -73,7 +74,7 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   if (!('config' in loaded)) return finish(loaded.code);
   const { config, store } = loaded;
   try {
-    await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, steps, secrets);
+    await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, steps, secrets, io.env);
     return finish();
   } finally {
     store.close();
@@ -111,7 +112,7 @@ function exitCode(steps: readonly DoctorStep[]): number {
 }
 
 /** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
-async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, steps: DoctorStep[], secrets: SecretSet): Promise<void> {
+async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, steps: DoctorStep[], secrets: SecretSet, env: NodeJS.ProcessEnv): Promise<void> {
   const url = new URL(config.service.baseUrl);
   let ca: TrustedCas | undefined;
   try {
@@ -120,11 +121,23 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
     steps.push({ step: 'connect', ok: false, detail: `service.caFile cannot be used: ${(err as Error).message}`, hint: 'set service.caFile to a readable PEM file holding the CA certificate' });
     return;
   }
-  const connect = await checkConnection({ url, ca, caFile: config.service.caFile, timeoutMs: config.service.tokenTimeoutMs });
+  let way: EgressHandle;
+  try {
+    way = await startServiceEgress(config, { ca, env, secrets });
+  } catch (err) {
+    steps.push({ step: 'connect', ok: false, detail: `the way out to the service cannot be set up: ${(err as Error).message}`, hint: 'fix the key named (check-config reports the same)' });
+    return;
+  }
+  const certificate = way.certificate();
+  const connect = await checkConnection({
+    url, ca, caFile: config.service.caFile, timeoutMs: config.service.tokenTimeoutMs, egress: way.egress,
+    clientCertificate: certificate && { subject: certificate.subject, notAfter: certificate.notAfter, key: 'service' },
+  });
+  if (!way.egress.proxy) connect.detail = `direct: ${way.path.replace(/^direct \((.*)\)$/, '$1')}; ${connect.detail}`;
   steps.push(connect);
   if (!connect.ok) return;
 
-  const clientOptions = tokenClientOptions(config, ca);
+  const clientOptions = tokenClientOptions(config, ca, way.egress);
   const client = createTokenClient(clientOptions);
   const credentials = store.current();
   const gentoken = await checkGentoken(client, credentials, clientOptions).finally(() => client.close());
@@ -133,7 +146,7 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
   secrets.addToken(gentoken.result.token);
 
   // The engine `run` would use, one connection: the probes go one after another.
-  const engine = createUndiciEngine({ ...serviceEngineOptions(config, ca), maxSockets: 1 });
+  const engine = createUndiciEngine({ ...serviceEngineOptions(config, ca, {}, way.egress), maxSockets: 1 });
   try {
     const target: ProbeTarget = {
       engine,

@@ -4,9 +4,9 @@ import { createLogger } from '../observability/logger.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
-import { tokenClientOptions } from '../service/service-part.js';
+import { startServiceEgress, tokenClientOptions } from '../service/service-part.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
-import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
 /**
  * `token --config FILE [--json]`: obtains one token and prints it (`--json`: the whole
@@ -26,7 +26,17 @@ export async function tokenCommand(args: { config?: string; json?: boolean }, io
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
     return EXIT_FAILURE;
   }
-  const client = createTokenClient(tokenClientOptions(config, loadTrustedCas(config.service.caFile)));
+  let client;
+  try {
+    const ca = loadTrustedCas(config.service.caFile);
+    const way = await startServiceEgress(config, { ca, env: io.env, secrets });
+    client = createTokenClient(tokenClientOptions(config, ca, way.egress));
+  } catch (err) {
+    // A CA file, proxy or client certificate run would refuse too (check-config names the key).
+    store.close();
+    io.stderr.write(`error: ${secrets.redact((err as Error).message)}\n`);
+    return EXIT_USAGE;
+  }
   try {
     const result = await client.requestToken(store.current());
     io.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : `${result.token}\n`);

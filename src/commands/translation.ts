@@ -2,6 +2,7 @@ import { InvalidResponseError } from '../shared/errors.js';
 import { loadConfigOrExit } from './config-problems.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas } from '../shared/tls.js';
+import { startEgress } from '../upstream/egress-settings.js';
 import { createLocalizationClient, type LocalizationClient } from '../localization/localization-client.js';
 import { LocalizationError, TranslationRefError } from '../localization/localization-errors.js';
 import { formatTranslationSummary } from '../localization/summary.js';
@@ -42,9 +43,12 @@ export async function translationCommand(
     }
     // One lookup: read the token once, no file watcher to keep the process alive.
     const token = createTokenSource(l10n, { secrets, watch: false });
+    const ca = loadTrustedCas(l10n.caFile);
+    const way = await startEgress(l10n, { route: 'localization', target: new URL(l10n.baseUrl), ca, env: io.env, secrets });
     client = createLocalizationClient({
       baseUrl: l10n.baseUrl,
-      ca: loadTrustedCas(l10n.caFile),
+      ca,
+      egress: way.egress,
       token,
       timeoutMs: l10n.timeoutMs,
       allowInsecureHttp: l10n.allowInsecureHttp,

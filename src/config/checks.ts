@@ -9,6 +9,8 @@ import { coversEveryone, parseStrictCidr } from '../shared/ip-guard.js';
 import { formatTranslationRef, parseTranslationRef } from './translation-ref.js';
 import { pemCertificatesProblem } from '../shared/tls.js';
 import { API_PREFIX, GENTOKEN_PATH } from '../shared/api-paths.js';
+import { parseProxyUrl, resolveEgress } from '../shared/egress-proxy.js';
+import { loadClientCertificateSync } from '../shared/client-certificate.js';
 
 /** Records one problem at a config path; the caller formats it with the key's env var. */
 export type { Report } from './walk.js';
@@ -54,6 +56,8 @@ export function checkSemantics(config: Section, report: Report): void {
     checkWatch(config.localization.watch, report);
   }
   checkFiles(config, report);
+  checkEgress(service, 'service', report);
+  if (isRecord(config.localization)) checkEgress(config.localization, 'localization', report);
   checkAttach(section(config.token).attach, credentials.rkObjectId, report);
   checkHost(section(config.listen).host, ['listen', 'host'], report);
   checkHost(admin.host, ['admin', 'host'], report);
@@ -294,5 +298,49 @@ function checkSocket(listen: Section, wideOk: boolean, report: Report): void {
   }
   if (typeof socketMode === 'string' && /^0?[0-7]{3}$/.test(socketMode) && (parseInt(socketMode, 8) & 0o002) !== 0 && !wideOk) {
     report(['listen', 'socketMode'], `"${socketMode}" lets every user of this host connect and act as the integrator; use 0660 with listen.socketGroup, or set guard.allowAnyone: true if that is intended`);
+  }
+}
+
+/**
+ * The proxy and the client certificate of one upstream, checked as run loads them: a proxy URL
+ * it can use (the environment's when the key is unset), a proxyAuthFile of `user:password`, both
+ * halves of the pair, a key that matches its certificate, a certificate not yet expired.
+ */
+function checkEgress(upstream: Section, prefix: string, report: Report): void {
+  const { proxy, proxyAuthFile, certFile, keyFile, keyPassphraseFile } = upstream;
+  if (typeof proxy === 'string' && proxy !== 'none') {
+    try {
+      parseProxyUrl(proxy, `${prefix}.proxy`);
+    } catch (err) {
+      report([prefix, 'proxy'], (err as Error).message.replace(`${prefix}.proxy: `, ''));
+    }
+  } else if (proxy === undefined && typeof upstream.baseUrl === 'string' && URL.canParse(upstream.baseUrl)) {
+    try {
+      resolveEgress(undefined, `${prefix}.proxy`, new URL(upstream.baseUrl), process.env);
+    } catch (err) {
+      report([prefix, 'proxy'], `is unset, so the environment's proxy is used, and ${(err as Error).message}`);
+    }
+  }
+  if (typeof proxyAuthFile === 'string' && fileProblem(proxyAuthFile) === undefined) {
+    if (proxy === 'none') report([prefix, 'proxyAuthFile'], `has no use: ${prefix}.proxy is none`);
+    try {
+      if (!readBoundedFileSync(proxyAuthFile, MAX_SECRET_FILE_BYTES).trim().includes(':')) report([prefix, 'proxyAuthFile'], `${proxyAuthFile} must hold user:password`);
+    } catch {
+      // checkFiles reported it.
+    }
+  }
+  const hasCert = typeof certFile === 'string';
+  const hasKey = typeof keyFile === 'string';
+  if (hasCert !== hasKey) return report([prefix, hasCert ? 'keyFile' : 'certFile'], `is needed with ${prefix}.${hasCert ? 'certFile' : 'keyFile'} (a client certificate and its key)`);
+  if (typeof keyPassphraseFile === 'string' && !hasKey) return report([prefix, 'keyPassphraseFile'], `has no use without ${prefix}.keyFile`);
+  if (!hasCert || !hasKey) return;
+  const files = [certFile, keyFile, keyPassphraseFile].filter((f): f is string => typeof f === 'string');
+  if (files.some((f) => fileProblem(f) !== undefined)) return; // checkFiles reported it
+  try {
+    loadClientCertificateSync({ key: prefix, certFile, keyFile, keyPassphraseFile: typeof keyPassphraseFile === 'string' ? keyPassphraseFile : undefined }, new Date());
+  } catch (err) {
+    const message = (err as Error).message;
+    const which = (['keyPassphraseFile', 'keyFile', 'certFile'] as const).find((k) => message.startsWith(`${prefix}.${k} `)) ?? 'certFile';
+    report([prefix, which], message.slice(`${prefix}.${which} `.length));
   }
 }

@@ -1,6 +1,8 @@
 import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
-import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type SecureContext, type TLSSocket } from 'node:tls';
+import { EgressProxyError, type TunnelFailure } from '../upstream/connect-tunnel.js';
+import type { Egress } from '../upstream/egress.js';
 import { clampDelay } from '../shared/clock.js';
 import { trustContext, type TrustedCas } from '../shared/tls.js';
 import type { DoctorStep } from './doctor-report.js';
@@ -15,7 +17,19 @@ export interface ConnectCheckOptions {
   caFile: string | undefined;
   /** Deadline for each of TCP connect and TLS handshake, in milliseconds. */
   timeoutMs: number;
+  /** The way out run uses: a forward proxy (the CONNECT step replaces DNS and TCP) and the client certificate. */
+  egress?: Egress | undefined;
+  /** The client certificate offered, to show in the step. */
+  clientCertificate?: { subject: string; notAfter: Date; key: string } | undefined;
 }
+
+const PROXY_HINTS: Record<TunnelFailure, string> = {
+  unreachable: 'nothing accepts connections at the proxy address: check service.proxy (or HTTPS_PROXY), or set service.proxy: none if this host reaches the service directly',
+  auth: 'the proxy wants other credentials: check the user and password in service.proxy or service.proxyAuthFile',
+  refused: 'the proxy does not allow a tunnel to this host and port (e.g. squid allows CONNECT to port 443 only): ask its administrators, or check service.baseUrl',
+  closed: 'the proxy closed the connection: it may not be an HTTP proxy (a SOCKS port?), or it drops this destination',
+  timeout: 'the proxy did not answer: check the proxy address and the firewall between this host and it',
+};
 
 /** Chain errors that mean "not signed by anything trusted" (rather than expired or revoked). */
 const UNTRUSTED = new Set([
@@ -31,6 +45,18 @@ export async function checkConnection(o: ConnectCheckOptions): Promise<DoctorSte
   const host = o.url.hostname.replace(/^\[|\]$/g, '');
   const port = Number(o.url.port || (o.url.protocol === 'http:' ? 80 : 443));
   const fail = (detail: string, hint: string): DoctorStep => ({ step: 'connect', ok: false, detail, hint });
+  if (o.egress?.proxy) {
+    // Through the proxy: it resolves the name and opens the TCP connection; its CONNECT answer is the step.
+    const via = `via proxy ${o.egress.proxy.display} (${o.egress.proxy.source})`;
+    let tunnel: Socket;
+    try {
+      tunnel = await o.egress.tunnel(host, port);
+    } catch (err) {
+      if (err instanceof EgressProxyError) return fail(`${via}: ${err.message}`, PROXY_HINTS[err.reason]);
+      return fail(`${via}: ${(err as Error).message}`, PROXY_HINTS.unreachable);
+    }
+    return afterTcp(o, host, tunnel, `${via}: CONNECT ${host}:${port} established`);
+  }
 
   let addresses: string[];
   try {
@@ -61,13 +87,18 @@ export async function checkConnection(o: ConnectCheckOptions): Promise<DoctorSte
     }
     return fail(`${resolved}TCP connection to ${where} failed (${lastError})`, 'check the network route to the service (proxy, firewall, VPN)');
   }
-  const tcp = `${resolved}TCP ${socket.remoteAddress ?? host} port ${port} open`;
+  return afterTcp(o, host, socket, `${resolved}TCP ${socket.remoteAddress ?? host} port ${port} open`);
+}
+
+/** The TLS half of the step, on a direct socket or a tunnel. */
+async function afterTcp(o: ConnectCheckOptions, host: string, socket: Socket, tcp: string): Promise<DoctorStep> {
+  const fail = (detail: string, hint: string): DoctorStep => ({ step: 'connect', ok: false, detail, hint });
   if (o.url.protocol === 'http:') {
     socket.destroy();
     return { step: 'connect', ok: true, detail: `${tcp}; no TLS (http://, service.allowInsecureHttp)` };
   }
 
-  const handshake = await handshakeTls(socket, host, o.ca, o.timeoutMs);
+  const handshake = await handshakeTls(socket, host, o.egress ? o.egress.context() : trustContext(o.ca), o.timeoutMs);
   if ('error' in handshake) {
     return fail(`${tcp}; TLS handshake failed (${handshake.error})`, 'the port may not speak TLS (an http:// port?) or a middlebox interferes: check the scheme and port of service.baseUrl');
   }
@@ -94,7 +125,10 @@ export async function checkConnection(o: ConnectCheckOptions): Promise<DoctorSte
     return fail(`${tcp}; chain trusted (${roots}), but the certificate does not cover ${host} (it names ${names || 'no host'})`,
       names ? `use a host the certificate names in service.baseUrl (${names}), or ask the support team for a certificate that covers ${host}` : `ask the support team for a certificate that covers ${host}`);
   }
-  return { step: 'connect', ok: true, detail: `${tcp}; TLS chain trusted (${roots}); certificate covers ${host}` };
+  const offered = o.clientCertificate
+    ? `; client certificate ${o.clientCertificate.subject} (${o.clientCertificate.key}.certFile, valid to ${o.clientCertificate.notAfter.toISOString()}) offered`
+    : '';
+  return { step: 'connect', ok: true, detail: `${tcp}; TLS chain trusted (${roots}); certificate covers ${host}${offered}` };
 }
 
 function connectTcp(address: string, port: number, timeoutMs: number): Promise<{ socket: Socket } | { error: string }> {
@@ -122,9 +156,8 @@ function connectTcp(address: string, port: number, timeoutMs: number): Promise<{
  * is read when it arrives (the OCSP status callback runs before verification), so a rejected
  * chain can still name its issuer. Nothing is ever sent on this connection.
  */
-function handshakeTls(socket: Socket, host: string, ca: TrustedCas | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
+function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
   return new Promise((resolve) => {
-    const secureContext = trustContext(ca);
     let received: PeerCertificate | undefined;
     // `requestOCSP` is passed on to the TLSSocket by connect() but missing from its option type.
     const options: ConnectionOptions & { requestOCSP: boolean } = {

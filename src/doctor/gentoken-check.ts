@@ -82,6 +82,9 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
   if (kind === 'dns') {
     return { detail: `POST ${url} failed: ${message}`, hint: 'the host name in service.baseUrl does not resolve: check its spelling and this host\'s DNS' };
   }
+  if (kind === 'egress_proxy') {
+    return { detail: `POST ${url} failed: ${message}`, hint: 'the forward proxy, not the service, failed: check service.proxy (or HTTPS_PROXY), its credentials (service.proxyAuthFile) and that it allows CONNECT to the service\'s port' };
+  }
   if (kind === 'connection_refused') {
     return { detail: `POST ${url} failed: ${message}`, hint: 'nothing accepts connections at service.baseUrl: check the port and any egress proxy or firewall' };
   }

@@ -1,5 +1,6 @@
 import { clampDelay } from '../shared/clock.js';
-import { trustContext, type TrustedCas } from '../shared/tls.js';
+import type { TrustedCas } from '../shared/tls.js';
+import { undiciConnect, type Egress } from '../upstream/egress.js';
 import { Agent, request } from '../upstream/undici-request.js';
 import { InvalidResponseError } from '../shared/errors.js';
 import {
@@ -24,6 +25,8 @@ export interface LocalizationClientOptions {
   allowInsecureHttp?: boolean;
   /** Wall-clock ms, for Retry-After given as an HTTP-date. */
   wallNow?: () => number;
+  /** The way out to the server (forward proxy, client certificate); absent = direct with `ca`. */
+  egress?: Egress | undefined;
 }
 
 export interface TranslationLookup {
@@ -56,7 +59,7 @@ export function createLocalizationClient(options: LocalizationClientOptions): Lo
   // Verification pinned on: NODE_TLS_REJECT_UNAUTHORIZED=0 in the environment must not send the
   // localization token to a server whose certificate nobody trusts (docs/traps.md T10).
   const agent = new Agent({
-    connect: { ...(options.ca ? { secureContext: trustContext(options.ca) } : {}), rejectUnauthorized: true },
+    connect: undiciConnect(options.egress, options.ca, undefined) as never,
     keepAliveTimeout: 4000,
     allowH2: false,
   });

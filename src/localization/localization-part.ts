@@ -12,6 +12,9 @@ import type { LocalizationConfig } from '../config/schema.js';
 import { staticCredentials } from '../proxy/route-credentials.js';
 import { strippedNames } from '../proxy/stripped-names.js';
 import { createProxyEngine } from '../upstream/create-engine.js';
+import { startEgress, type EgressHandle } from '../upstream/egress-settings.js';
+import type { Environment } from '../shared/egress-proxy.js';
+import type { Metrics } from '../observability/metrics.js';
 import { TokenUnavailableError } from '../shared/errors.js';
 import type { EngineOptions } from '../upstream/engine.js';
 import type { ProxyRoute } from '../proxy/proxy-handler.js';
@@ -24,8 +27,10 @@ import { parseTranslationRef } from '../config/translation-ref.js';
 
 export interface LocalizationPart {
   route: ProxyRoute;
-  /** Re-reads the token file (SIGHUP). */
+  /** Re-reads the token file, the proxy credentials and the client certificate (SIGHUP). */
   reload(): void;
+  /** The way out to the localization server, for the start log. */
+  egress: EgressHandle;
   /** Stops the poller, the pools and the file watcher; idempotent. */
   stop(): Promise<void>;
 }
@@ -45,6 +50,9 @@ export async function startLocalizationPart(
     clock: Clock;
     logger: Logger;
     secrets: SecretSet;
+    metrics?: Pick<Metrics, 'egressProxyFailed' | 'egressProxyInUse' | 'clientCertificate'>;
+    /** Where HTTPS_PROXY and NO_PROXY are read; the process's environment by default. */
+    env?: Environment;
   },
 ): Promise<LocalizationPart> {
   const { logger } = deps;
@@ -52,13 +60,24 @@ export async function startLocalizationPart(
     secrets: deps.secrets,
     onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }),
   });
-  const engine = await createProxyEngine(deps.engine, { ...deps.engineOptions, baseUrl: new URL(cfg.baseUrl), ca: described.ca, headersTimeoutMs: cfg.timeoutMs })
-    .catch((err: unknown) => {
-      described.close(); // its token-file watcher must not outlive a part that never started
-      throw err;
-    });
+  let egress: EgressHandle | undefined;
+  const engine = await startEgress(cfg, {
+    route: 'localization', target: new URL(cfg.baseUrl), ca: described.ca, env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true,
+    onTunnelFailure: (reason) => deps.metrics?.egressProxyFailed('localization', reason),
+  }).then((started) => {
+    egress = started;
+    return createProxyEngine(deps.engine, { ...deps.engineOptions, baseUrl: new URL(cfg.baseUrl), ca: described.ca, egress: started.egress, headersTimeoutMs: cfg.timeoutMs });
+  }).catch((err: unknown) => {
+    // Its file watchers must not outlive a part that never started.
+    egress?.close();
+    described.close();
+    throw err;
+  });
+  const way = egress!;
+  deps.metrics?.clientCertificate('localization', () => way.certificate()?.notAfter);
+  if (way.egress.proxy) deps.metrics?.egressProxyInUse('localization');
   const client = cfg.watch.length > 0
-    ? createLocalizationClient({ baseUrl: cfg.baseUrl, ca: described.ca, token: () => described.authorizationHeader()?.slice('Token '.length), timeoutMs: cfg.timeoutMs, allowInsecureHttp: cfg.allowInsecureHttp })
+    ? createLocalizationClient({ baseUrl: cfg.baseUrl, ca: described.ca, egress: way.egress, token: () => described.authorizationHeader()?.slice('Token '.length), timeoutMs: cfg.timeoutMs, allowInsecureHttp: cfg.allowInsecureHttp })
     : undefined;
   const exporter = client && createTranslationExporter({
     metrics: createTranslationMetrics(deps.registry), client, watch: cfg.watch.map((ref) => parseTranslationRef(ref)),
@@ -88,13 +107,18 @@ export async function startLocalizationPart(
       // Weblate's trailing-slash redirects point at its own paths; keep clients on this route.
       rewriteLocation: createLocationRewrite(cfg.baseUrl, cfg.pathPrefix),
     },
-    reload: () => described.reloadToken(),
+    reload: () => {
+      described.reloadToken();
+      void way.reload();
+    },
+    egress: way,
     stop() {
       stopped ??= (async () => {
         await exporter?.stop();
         await client?.close();
         await engine.close();
         described.close();
+        way.close();
       })();
       return stopped;
     },

@@ -21,9 +21,13 @@ export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit';
 /** Configured route names; the only values the `route` label can take (never a raw path). */
 export type RouteName = 'service' | 'localization';
 
+/** Why a tunnel through the egress proxy failed (`egress_proxy_failures_total{reason}`, see upstream/connect-tunnel.ts). */
+export type EgressProxyFailure = 'unreachable' | 'auth' | 'refused' | 'closed' | 'timeout';
+export const EGRESS_PROXY_FAILURES: readonly EgressProxyFailure[] = ['unreachable', 'auth', 'refused', 'closed', 'timeout'];
+
 /** Why a gentoken request failed (`token_request_failures_total{cause}`); a fixed set. */
 export type GentokenCause =
-  'unauthorized' | 'refused' | 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'invalid_response' | 'http' | 'unreachable';
+  'unauthorized' | 'refused' | 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'invalid_response' | 'http' | 'egress_proxy' | 'unreachable';
 /** What asked for a gentoken call that the budget or a Retry-After held back (`gentoken_deferred_total{trigger}`). */
 export type GentokenTrigger = 'start' | 'renewal' | 'retry' | 'upstream_401' | 'rotation';
 
@@ -65,6 +69,12 @@ export interface Metrics {
   connectionRefused(listener: ListenerName, reason: ConnectionRefusalReason): void;
   /** A young, accepted token this process still held was rejected: another holder of the ApiKey? */
   tokenSuperseded(): void;
+  /** The route's connections go through an egress proxy (its failure series start at 0). */
+  egressProxyInUse(route: RouteName): void;
+  /** A CONNECT tunnel through the route's egress proxy failed (the proxy, not the upstream). */
+  egressProxyFailed(route: RouteName, reason: EgressProxyFailure): void;
+  /** The route presents a client certificate; `notAfter` is read at each scrape (it changes on reload). */
+  clientCertificate(route: RouteName, notAfter: () => Date | undefined): void;
 }
 
 /** State read at scrape time besides the token's. */
@@ -79,7 +89,7 @@ const PREFIX = 'b2b_sidecar_';
 const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
 /** Every `cause` label value of `token_request_failures_total`. */
 export const GENTOKEN_CAUSES: readonly GentokenCause[] = [
-  'unauthorized', 'refused', 'tls', 'dns', 'connection_refused', 'timeout', 'server_error', 'rate_limited', 'invalid_response', 'http', 'unreachable',
+  'unauthorized', 'refused', 'tls', 'dns', 'connection_refused', 'timeout', 'server_error', 'rate_limited', 'invalid_response', 'http', 'egress_proxy', 'unreachable',
 ];
 /** Every `trigger` label value of `gentoken_deferred_total`. */
 export const GENTOKEN_TRIGGERS: readonly GentokenTrigger[] = ['start', 'renewal', 'retry', 'upstream_401', 'rotation'];
@@ -157,7 +167,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     collect() { this.set(tokenGauges().nextRefreshTimestampSeconds ?? 0); },
   });
   const failures = new Counter({
-    name: `${PREFIX}token_request_failures_total`, help: 'Failed gentoken requests by cause (unauthorized = 401, refused = 403, rate_limited = 429 or 503 with Retry-After, tls, dns, connection_refused, timeout, server_error, invalid_response, http, unreachable).',
+    name: `${PREFIX}token_request_failures_total`, help: 'Failed gentoken requests by cause (unauthorized = 401, refused = 403, rate_limited = 429 or 503 with Retry-After, tls, dns, connection_refused, timeout, server_error, invalid_response, http, egress_proxy = the forward proxy failed, unreachable).',
     labelNames: ['cause'] as const, registers,
   });
   for (const cause of GENTOKEN_CAUSES) failures.labels(cause).inc(0);
@@ -229,7 +239,33 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     collect() { this.set(scrape.replayHeldBytes()); },
   });
 
+  const egressFailures = new Counter({
+    name: `${PREFIX}egress_proxy_failures_total`, help: 'CONNECT tunnels through the egress proxy (service.proxy, localization.proxy or HTTPS_PROXY) that failed, by route and reason (unreachable, auth = 407, refused = any other non-2xx, closed, timeout).',
+    labelNames: ['route', 'reason'] as const, registers,
+  });
+  const egressRoutes = new Set<RouteName>();
+  const certificates = new Map<RouteName, () => Date | undefined>();
+  new Gauge({
+    name: `${PREFIX}client_certificate_expiry_timestamp_seconds`, help: 'When the client certificate a route presents (service.certFile, localization.certFile) expires, in Unix seconds; absent for a route without one.',
+    labelNames: ['route'] as const, registers,
+    collect() {
+      this.reset();
+      for (const [route, notAfter] of certificates) {
+        const at = notAfter();
+        if (at) this.labels(route).set(Math.floor(at.getTime() / 1000));
+      }
+    },
+  });
+
   return {
+    egressProxyInUse(route) {
+      // Pre-initialised so the first failure is an increase from 0; a route without a proxy has no series.
+      if (egressRoutes.has(route)) return;
+      egressRoutes.add(route);
+      for (const r of EGRESS_PROXY_FAILURES) egressFailures.labels(route, r).inc(0);
+    },
+    egressProxyFailed: (route, reason) => egressFailures.labels(route, reason).inc(),
+    clientCertificate: (route, notAfter) => void certificates.set(route, notAfter),
     tokenRefreshed(result, seconds) {
       refreshTotal.labels(result).inc();
       refreshDuration.observe(duration(seconds));

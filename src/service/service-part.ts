@@ -20,6 +20,9 @@ import { createTokenClient, type TokenClientOptions } from '../token/token-clien
 import { TokenManager, type TokenManagerOptions } from '../token/token-manager.js';
 import { createProxyEngine } from '../upstream/create-engine.js';
 import type { EngineOptions } from '../upstream/engine.js';
+import type { Egress } from '../upstream/egress.js';
+import { startEgress, type EgressDeps, type EgressHandle } from '../upstream/egress-settings.js';
+import type { Environment } from '../shared/egress-proxy.js';
 
 export interface ServicePart {
   route: ProxyRoute;
@@ -27,6 +30,8 @@ export interface ServicePart {
   credentials: CredentialStore;
   /** The compiled `token.attach`, whose names every other route strips too. */
   attachments: CompiledAttachments;
+  /** The way out to the service (proxy, client certificate), reloaded with the credentials. */
+  egress: EgressHandle;
 }
 
 /** Headers the service route always owns besides its attachments: a client's own token. */
@@ -50,14 +55,22 @@ export function transportOptions(config: Config, deps: { clock?: Clock; logger?:
   };
 }
 
-/** The engine to the service: the shared transport settings plus its address and trust. */
-export function serviceEngineOptions(config: Config, ca: TrustedCas | undefined, deps: { clock?: Clock; logger?: Logger } = {}): EngineOptions {
-  return { ...transportOptions(config, deps), baseUrl: new URL(config.service.baseUrl), ca };
+/** The engine to the service: the shared transport settings plus its address, trust and way out. */
+export function serviceEngineOptions(config: Config, ca: TrustedCas | undefined, deps: { clock?: Clock; logger?: Logger } = {}, egress?: Egress): EngineOptions {
+  return { ...transportOptions(config, deps), baseUrl: new URL(config.service.baseUrl), ca, egress };
 }
 
 /** The gentoken client: every setting it reads, named. */
-export function tokenClientOptions(config: Config, ca: TrustedCas | undefined): TokenClientOptions {
-  return { baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs };
+export function tokenClientOptions(config: Config, ca: TrustedCas | undefined, egress?: Egress): TokenClientOptions {
+  return { baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs, egress };
+}
+
+/**
+ * The way out to the service: `service.proxy` (or the environment's), its proxyAuthFile, the
+ * client certificate. Every command that talks to the service starts one.
+ */
+export function startServiceEgress(config: Config, deps: Omit<EgressDeps, 'route' | 'target'>): Promise<EgressHandle> {
+  return startEgress(config.service, { ...deps, route: 'service', target: new URL(config.service.baseUrl) });
 }
 
 /**
@@ -88,10 +101,18 @@ export async function startServicePart(config: Config, deps: {
   secrets: SecretSet;
   random?: () => number;
   configPath?: string;
+  /** Where HTTPS_PROXY and NO_PROXY are read; the process's environment by default. */
+  env?: Environment;
 }): Promise<ServicePart> {
   const { group, logger, secrets, clock } = deps;
   const credentials = await group.started(createCredentialStore(config.credentials, { logger, secrets }), (c) => c.close());
-  const client = await group.started(createTokenClient(tokenClientOptions(config, deps.ca)), (c) => c.close());
+  const egress = await group.started(startServiceEgress(config, {
+    ca: deps.ca, env: deps.env ?? process.env, secrets, logger, watch: true,
+    onTunnelFailure: (reason) => deps.metrics.egressProxyFailed('service', reason),
+  }), (e) => e.close());
+  deps.metrics.clientCertificate('service', () => egress.certificate()?.notAfter);
+  if (egress.egress.proxy) deps.metrics.egressProxyInUse('service');
+  const client = await group.started(createTokenClient(tokenClientOptions(config, deps.ca, egress.egress)), (c) => c.close());
   const tokens = await group.started(new TokenManager({
     client, credentials, clock, logger, secrets, random: deps.random,
     onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
@@ -102,7 +123,7 @@ export async function startServicePart(config: Config, deps: {
     options: tokenManagerOptions(config),
   }), (m) => m.stop());
   const engine = await group.started(
-    createProxyEngine(config.proxy.engine, serviceEngineOptions(config, deps.ca, { clock, logger })),
+    createProxyEngine(config.proxy.engine, serviceEngineOptions(config, deps.ca, { clock, logger }, egress.egress)),
     (e) => e.close(),
   );
   const attachments = compileAttachments(config.token.attach);
@@ -115,5 +136,6 @@ export async function startServicePart(config: Config, deps: {
     tokens,
     credentials,
     attachments,
+    egress,
   };
 }

@@ -61,7 +61,7 @@ export class TokenRefusedError extends SidecarError {
  * Why a gentoken request failed without a 401/403/invalid body; each has its own /readyz message,
  * backoff and metric label (`token_request_failures_total{cause}`).
  */
-export type TokenRequestKind = 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'http' | 'unreachable';
+export type TokenRequestKind = 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'http' | 'egress_proxy' | 'unreachable';
 
 /**
  * The auth server could not be reached or failed (network, TLS, timeout, 5xx). When it answered,

@@ -4,6 +4,13 @@ import { FileRefusedError, MAX_PEM_FILE_BYTES, readBoundedFileSync } from './bou
 import { createRequire } from 'node:module';
 import type { SecureContext } from 'node:tls';
 
+/** A client certificate and key as a TLS context takes them (shared/client-certificate.ts checks them). */
+export interface ClientCertificatePem {
+  readonly certPem: string;
+  readonly keyPem: string;
+  readonly passphrase: string | undefined;
+}
+
 // node:tls through require, not an ES import: Node builds an ES module's view of a built-in by
 // reading every export, and `tls.rootCertificates` is a getter that then copies Node's ~140 roots
 // into strings held for the process's life (~300 KB of every sidecar's heap).
@@ -78,6 +85,28 @@ export function trustContext(ca: TrustedCas | undefined): SecureContext | undefi
   }
   return context;
 }
+
+/**
+ * The context for a connection that also presents a client certificate (mutual TLS): the same
+ * trust as {@link trustContext}, plus the pair. Built once per loaded pair (a reload makes a new
+ * object, so new connections get the new pair and open ones keep theirs).
+ */
+export function tlsContext(ca: TrustedCas | undefined, identity: ClientCertificatePem | undefined): SecureContext | undefined {
+  if (!identity) return trustContext(ca);
+  const cached = identityContexts.get(identity);
+  if (cached && cached.ca === ca) return cached.context;
+  const native = tls.createSecureContext({ cert: identity.certPem, key: identity.keyPem, ...(identity.passphrase !== undefined ? { passphrase: identity.passphrase } : {}) }) as SecureContext & { context?: { addCACert?: (pem: string) => void } };
+  if (ca) {
+    if (typeof native.context?.addCACert !== 'function') throw new Error('this Node cannot add a CA to a TLS context');
+    const extra = nodeExtraCaCerts();
+    if (extra) native.context.addCACert(extra);
+    native.context.addCACert(ca.extraPem);
+  }
+  identityContexts.set(identity, { ca, context: native });
+  return native;
+}
+
+const identityContexts = new WeakMap<ClientCertificatePem, { ca: TrustedCas | undefined; context: SecureContext }>();
 
 /**
  * Node's default context loads the system roots natively; passing them as PEM strings makes Node

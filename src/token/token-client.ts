@@ -1,6 +1,8 @@
 import { clampDelay } from '../shared/clock.js';
 import { ClientGone, type UpstreamResponse } from '../upstream/engine.js';
-import { trustContext, type TrustedCas } from '../shared/tls.js';
+import type { TrustedCas } from '../shared/tls.js';
+import { undiciConnect, type Egress } from '../upstream/egress.js';
+import { EgressProxyError } from '../upstream/connect-tunnel.js';
 import { Pool } from '../upstream/undici-core.js';
 import { UndiciExchange } from '../upstream/undici-exchange.js';
 import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
@@ -36,6 +38,8 @@ export interface TokenClientOptions {
   ca?: TrustedCas;
   /** Deadline for the whole exchange, body included, in milliseconds. */
   timeoutMs: number;
+  /** The way out to the service (forward proxy, client certificate); absent = direct with `ca`. */
+  egress?: Egress | undefined;
 }
 
 /** A token travels in a header; longer than this is not a plausible token (docs/traps.md T14). */
@@ -61,7 +65,7 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
   // The CA must reach undici's connector; an https.Agent would be ignored (docs/traps.md T13).
   const pool = new Pool(url.origin, {
     allowH2: false, // see undici-engine.ts
-    connect: ca ? { secureContext: trustContext(ca), rejectUnauthorized: true } : { rejectUnauthorized: true },
+    connect: undiciConnect(options.egress, ca, undefined) as never,
     // Renewals are minutes apart: a short idle timeout avoids reusing a socket the server closed.
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 10_000,
@@ -228,6 +232,8 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   if (err instanceof TokenUnauthorizedError || err instanceof TokenRefusedError || err instanceof InvalidResponseError || err instanceof TokenRequestError) {
     return err;
   }
+  // The forward proxy failed, not the auth server: its own message names the proxy and the setting.
+  if (err instanceof EgressProxyError) return new TokenRequestError(err.message, { cause: err, kind: 'egress_proxy' });
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
   const code = (err as { code?: string } | undefined)?.code;
   if (code && DNS_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'dns' });

@@ -601,6 +601,7 @@ export class TokenManager {
       case 'dns': return 'auth server name not found (DNS); check service.baseUrl and this host\'s resolver';
       case 'connection_refused': return 'auth server refused the connection; check service.baseUrl and the egress path';
       case 'timeout': return 'auth server timed out';
+      case 'egress_proxy': return this.#failureDetail || 'the egress proxy failed';
       case 'server_error': return `auth server failed (${this.#failureDetail.replace(/^auth server answered /, '')})`;
       case 'rate_limited': {
         const wait = this.#notBefore - this.#clock.now();

@@ -7,6 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import type { TrustedCas } from '../shared/tls.js';
+import type { Egress } from './egress.js';
 import type { UpstreamBody } from './upstream-body.js';
 
 /** One request to the upstream, with final headers (credentials already attached). */
@@ -48,6 +49,8 @@ export interface EngineOptions {
   baseUrl: URL;
   /** Trusted CAs (system roots + extra) or undefined for Node's defaults. */
   ca: TrustedCas | undefined;
+  /** A forward proxy or client certificate on the way (upstream/egress.ts); absent = direct with `ca`. */
+  egress?: Egress | undefined;
   maxSockets: number;
   /** Idle keep-alive sockets close after this; keep it below the upstream's own idle timeout. */
   keepAliveTimeoutMs: number;

@@ -8,6 +8,7 @@ import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js'
 import { systemClock, type Clock } from '../shared/clock.js';
 import { KeepAliveLearner } from './keep-alive-learner.js';
 import { trustContext } from '../shared/tls.js';
+import { routeAgentThroughEgress } from './egress.js';
 import { markStaleConnectionFailure } from './upstream-retry.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from './engine.js';
 import { streamBody } from './upstream-body.js';
@@ -71,6 +72,8 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   });
   // Retries after a stale keep-alive socket get a connection of their own.
   const freshAgent = new Agent({ keepAlive: false, maxSockets: options.maxSockets, ...tls });
+  routeAgentThroughEgress(agent, options.egress);
+  routeAgentThroughEgress(freshAgent, options.egress);
   agent.on('free', (socket: PooledSocket) => void (socket[FREED_AT] = clock.now()));
   // Node's agent reads `options.timeout` each time a socket goes back to the pool.
   const agentOptions = (agent as unknown as { options: { timeout: number } }).options;

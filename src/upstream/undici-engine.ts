@@ -2,7 +2,7 @@ import type { Dispatcher, Pool as PoolTypes } from 'undici';
 import { systemClock } from '../shared/clock.js';
 import { DeadlineQueue } from './deadline-queue.js';
 import { KeepAliveLearner } from './keep-alive-learner.js';
-import { trustContext } from '../shared/tls.js';
+import { undiciConnect } from './egress.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamResponse } from './engine.js';
 import { Pool } from './undici-core.js';
 import { trackedClients } from './undici-connections.js';
@@ -31,12 +31,8 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
     keepAliveTimeoutThreshold: 1000,
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.bodyTimeoutMs,
-    connect: {
-      ...(options.ca ? { secureContext: trustContext(options.ca) } : {}),
-      rejectUnauthorized: true,
-      // SNI and the certificate check always use the service's host, never the client's Host (docs/traps.md T5).
-      servername: isIpLiteral(options.baseUrl.hostname) ? undefined : options.baseUrl.hostname,
-    },
+    // SNI and the certificate check always use the service's host, never the client's Host (docs/traps.md T5).
+    connect: undiciConnect(options.egress, options.ca, isIpLiteral(options.baseUrl.hostname) ? undefined : options.baseUrl.hostname) as PoolTypes.Options['connect'],
   };
   const pool = new Pool(options.baseUrl.origin, { ...poolOptions, factory: clients.factory as PoolTypes.Options['factory'] });
   // Retries after a stale keep-alive connection: `pipelining: 0` makes undici close each

@@ -24,7 +24,7 @@ export interface RunningSidecar {
 type Raw = Record<string, unknown>;
 
 /** Starts a real sidecar (port 0) in front of `baseUrl`, trusting the test CA through `caFile`. */
-export async function startSidecar(options: { baseUrl: string; engine?: Engine; overrides?: Raw; clock?: Clock; random?: () => number; credentials?: Raw }): Promise<RunningSidecar> {
+export async function startSidecar(options: { baseUrl: string; engine?: Engine; overrides?: Raw; clock?: Clock; random?: () => number; credentials?: Raw; env?: Record<string, string | undefined> }): Promise<RunningSidecar> {
   const tls = await testTls();
   const raw = merge({
     listen: { host: '127.0.0.1', port: 0 },
@@ -35,7 +35,7 @@ export async function startSidecar(options: { baseUrl: string; engine?: Engine; 
   }, options.overrides ?? {});
   const config = validateConfig(raw);
   const log = createCaptureLogger();
-  const sidecar = createSidecar(config, { logger: log.logger, secrets: log.secrets, ...(options.clock ? { clock: options.clock } : {}), ...(options.random ? { random: options.random } : {}) });
+  const sidecar = createSidecar(config, { logger: log.logger, secrets: log.secrets, ...(options.clock ? { clock: options.clock } : {}), ...(options.random ? { random: options.random } : {}), env: options.env ?? {} });
   const { port, adminPort } = await sidecar.start();
   return { sidecar, port, adminPort, log, config, stop: () => sidecar.stop() };
 }

@@ -1,0 +1,147 @@
+import { FileRefusedError, MAX_SECRET_FILE_BYTES, readBoundedFile } from '../shared/bounded-file.js';
+import { loadClientCertificate, type ClientCertificate, type ClientCertificateFiles } from '../shared/client-certificate.js';
+import { resolveEgress, type EgressRoute, type Environment } from '../shared/egress-proxy.js';
+import { watchFiles, type FileWatch } from '../shared/file-watch.js';
+import type { SecretSet } from '../shared/secrets.js';
+import type { TrustedCas } from '../shared/tls.js';
+import type { Logger } from '../observability/logger.js';
+import type { TunnelFailure } from './connect-tunnel.js';
+import { createEgress, type Egress } from './egress.js';
+
+/** The keys under `service` and `localization` that shape the way out (config/schema.ts egressKeys). */
+export interface EgressSettings {
+  readonly proxy?: string | undefined;
+  readonly proxyAuthFile?: string | undefined;
+  readonly certFile?: string | undefined;
+  readonly keyFile?: string | undefined;
+  readonly keyPassphraseFile?: string | undefined;
+}
+
+/** A running egress: its files re-read on change and on SIGHUP (`reload`), like the credential files. */
+export interface EgressHandle {
+  readonly egress: Egress;
+  /** How connections leave, for the start log and doctor: "via proxy http://squid:3128 (HTTPS_PROXY)" or "direct (...)". */
+  readonly path: string;
+  /** The client certificate in use, if any. */
+  certificate(): ClientCertificate | undefined;
+  /** Re-reads the proxy credentials and the client certificate; a refused file keeps the current values. */
+  reload(): Promise<void>;
+  close(): void;
+}
+
+export interface EgressDeps {
+  /** `service` or `localization`: the config prefix, the metric label. */
+  route: string;
+  target: URL;
+  ca: TrustedCas | undefined;
+  env: Environment;
+  secrets: SecretSet;
+  logger?: Logger | undefined;
+  /** Watch the files (run); commands that connect once do not. */
+  watch?: boolean;
+  onTunnelFailure?: (reason: TunnelFailure) => void;
+  now?: () => Date;
+}
+
+/**
+ * Resolves the proxy and loads the proxy credentials and client certificate. Throws (naming the
+ * key or file) when any cannot be used, so `run` stops before it starts as `check-config` would.
+ */
+export async function startEgress(settings: EgressSettings, deps: EgressDeps): Promise<EgressHandle> {
+  const { route, secrets, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  const resolved: EgressRoute = resolveEgress(settings.proxy, `${route}.proxy`, deps.target, deps.env);
+  const proxy = resolved.proxy;
+  if (proxy?.urlAuth) registerAuth(secrets, proxy.urlAuth);
+  const authFile = proxy ? settings.proxyAuthFile : undefined;
+  const files: ClientCertificateFiles | undefined = settings.certFile && settings.keyFile
+    ? { key: route, certFile: settings.certFile, keyFile: settings.keyFile, keyPassphraseFile: settings.keyPassphraseFile }
+    : undefined;
+
+  let auth = authFile ? await readProxyAuth(authFile, route) : proxy?.urlAuth;
+  if (authFile && auth) registerAuth(secrets, auth);
+  let certificate = files ? await loadClientCertificate(files, now()) : undefined;
+  if (certificate?.passphrase) secrets.add(certificate.passphrase);
+
+  const egress = createEgress({
+    route, ca: deps.ca, proxy,
+    proxyAuth: () => auth,
+    clientCertificate: () => certificate,
+    ...(deps.onTunnelFailure ? { onTunnelFailure: deps.onTunnelFailure } : {}),
+  });
+
+  let running: Promise<void> | undefined;
+  let again = false;
+  const reloadOnce = async () => {
+    if (authFile) {
+      try {
+        const next = await readProxyAuth(authFile, route);
+        registerAuth(secrets, next);
+        if (next !== auth) logger?.info('proxy credentials changed; new tunnels use them', { key: `${route}.proxyAuthFile` });
+        auth = next;
+      } catch (err) {
+        logger?.warn('proxy credential re-read refused; keeping the current ones', { key: `${route}.proxyAuthFile`, reason: (err as Error).message });
+      }
+    }
+    if (files) {
+      try {
+        const next = await loadClientCertificate(files, now());
+        if (next.passphrase) secrets.add(next.passphrase);
+        if (next.fingerprint !== certificate?.fingerprint) {
+          logger?.info('client certificate changed; new connections present it', { key: `${route}.certFile`, subject: next.subject, notAfter: next.notAfter.toISOString() });
+          certificate = next;
+        }
+      } catch (err) {
+        logger?.warn('client certificate re-read refused; keeping the current one', { key: `${route}.certFile`, reason: (err as Error).message });
+      }
+    }
+  };
+  const reload = async (): Promise<void> => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        await reloadOnce();
+      } while (again);
+    })().finally(() => { running = undefined; });
+    return running;
+  };
+
+  const watched = [authFile, files?.certFile, files?.keyFile, files?.keyPassphraseFile].filter((f): f is string => typeof f === 'string');
+  let watch: FileWatch | undefined;
+  if (deps.watch && watched.length > 0) {
+    watch = watchFiles(watched, () => void reload(), {
+      debounceMs: 200, persistent: false,
+      onError: (dir, err) => logger?.warn('cannot watch a directory; changes apply on SIGHUP only', { dir, reason: err.message }),
+    });
+  }
+  return {
+    egress,
+    path: proxy ? `via proxy ${proxy.display} (${proxy.source})` : `direct (${'direct' in resolved ? resolved.direct : ''})`,
+    certificate: () => certificate,
+    reload,
+    close: () => watch?.close(),
+  };
+}
+
+async function readProxyAuth(file: string, route: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readBoundedFile(file, MAX_SECRET_FILE_BYTES);
+  } catch (err) {
+    throw new Error(`${route}.proxyAuthFile ${file} ${err instanceof FileRefusedError ? err.reason : (err as Error).message}`);
+  }
+  const value = text.trim();
+  if (!value.includes(':')) throw new Error(`${route}.proxyAuthFile ${file} must hold user:password`);
+  return value;
+}
+
+/** The password and the whole `user:password` (and its Basic form) are scrubbed from every log line. */
+function registerAuth(secrets: SecretSet, auth: string): void {
+  secrets.add(auth.slice(auth.indexOf(':') + 1));
+  secrets.add(auth);
+  secrets.add(Buffer.from(auth, 'utf8').toString('base64'));
+}

@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { assertBuildIsCurrent, runCli } from '../helpers/cli.js';
+import { createClientCa, encryptKey, type ClientCa } from '../helpers/client-certs.js';
+import { startNginx, type RealNginx } from '../helpers/nginx.js';
+import { ENGINES, send, startSidecar, waitReady } from '../helpers/stack.js';
+import { testTls } from '../helpers/tls.js';
+
+/**
+ * Mutual TLS against a real server that requires a client certificate: Debian's nginx with
+ * `ssl_verify_client on`. It answers gentoken itself and echoes the subject of the certificate
+ * each request presented; `keepalive_timeout 0` makes every request a new connection, so a
+ * rotated pair shows on the next request.
+ */
+const TOKEN = 'tok-mtls-0123456789abcdef';
+const dir = mkdtempSync(join(tmpdir(), 'b2b-mtls-'));
+let n = 0;
+const file = (name: string, text: string) => {
+  const path = join(dir, `${++n}-${name}`);
+  writeFileSync(path, text, { mode: 0o600 });
+  return path;
+};
+
+describe('client certificates against nginx with ssl_verify_client on', () => {
+  let nginx: RealNginx;
+  let ca: ClientCa;
+  let one: { certPem: string; keyPem: string };
+  let two: { certPem: string; keyPem: string };
+  before(async () => {
+    assertBuildIsCurrent();
+    ca = await createClientCa();
+    [one, two] = await Promise.all([ca.issue('client-one'), ca.issue('client-two')]);
+    nginx = await startNginx({
+      http: '',
+      locations: `
+    ssl_verify_client on;
+    ssl_client_certificate ${file('client-ca.pem', ca.caPem)};
+    keepalive_timeout 0;
+    location = /pub/b2b/v1/auth/gentoken { return 200 '{"token":"${TOKEN}","refreshToken":null,"aliveSecondsTtl":900}'; }
+    location / { return 200 '{"client":"$ssl_client_s_dn","authorization":"$http_authorization"}'; }`,
+    });
+  });
+  after(() => nginx.stop());
+
+  async function config(service: string): Promise<string> {
+    const tls = await testTls();
+    return file('sidecar.yaml', `service:\n  baseUrl: ${nginx.url}\n  caFile: ${tls.caFile}\n${service}credentials:\n  apiKey: api-key-0123456789\n  password: password-0123456789\n`);
+  }
+  const pair = (p: { certPem: string; keyPem: string }) => `  certFile: ${file('client.pem', p.certPem)}\n  keyFile: ${file('client.key', p.keyPem)}\n`;
+
+  it('is refused without the pair and accepted with it (the token command)', async () => {
+    const without = await runCli(['token', '--config', await config('')]);
+    assert.equal(without.code, 1);
+    assert.match(without.stderr, /400/);
+    assert.equal(nginx.accessLog().at(-1)?.status, 400); // nginx: "No required SSL certificate was sent"
+    const withPair = await runCli(['token', '--config', await config(pair(one))]);
+    assert.equal(withPair.code, 0, withPair.stderr);
+    assert.equal(withPair.stdout.trim(), TOKEN);
+  });
+
+  it('an encrypted key is read with keyPassphraseFile', async () => {
+    const encrypted = `  certFile: ${file('client.pem', one.certPem)}\n  keyFile: ${file('client.key', encryptKey(one.keyPem, 'correct horse'))}\n`;
+    const missing = await runCli(['check-config', '--config', await config(encrypted)]);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr + missing.stdout, /service\.keyFile.*is encrypted: set service\.keyPassphraseFile/);
+    const withPassphrase = await config(`${encrypted}  keyPassphraseFile: ${file('passphrase', 'correct horse\n')}\n`);
+    assert.equal((await runCli(['check-config', '--config', withPassphrase])).code, 0);
+    const token = await runCli(['token', '--config', withPassphrase]);
+    assert.equal(token.code, 0, token.stderr);
+    assert.ok(!(token.stdout + token.stderr).includes('correct horse'));
+  });
+
+  it('check-config refuses a key of another certificate and an expired certificate, naming the key and file', async () => {
+    const mismatched = await runCli(['check-config', '--config', await config(`  certFile: ${file('one.pem', one.certPem)}\n  keyFile: ${file('two.key', two.keyPem)}\n`)]);
+    assert.equal(mismatched.code, 2);
+    assert.match(mismatched.stderr + mismatched.stdout, /service\.keyFile.*two\.key does not match the certificate in service\.certFile .*one\.pem/);
+    const expired = await ca.issue('client-old', [-30, -1]);
+    const old = await runCli(['check-config', '--config', await config(pair(expired))]);
+    assert.equal(old.code, 2);
+    assert.match(old.stderr + old.stdout, /service\.certFile.*the certificate expired on 20\d\d-/);
+    // run reaches the same verdict.
+    const run = await runCli(['run', '--config', await config(pair(expired))]);
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr + run.stdout, /the certificate expired on/);
+  });
+
+  it('doctor shows which client certificate was offered', async () => {
+    const out = await runCli(['doctor', '--config', await config(pair(one))]);
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    assert.match(out.stdout, /✓ connect: direct: .*client certificate CN=client-one \(service\.certFile, valid to 20\d\d-[^)]+\) offered/);
+  });
+
+  for (const engine of ENGINES) {
+    it(`${engine}: proxied requests present the pair; a rotated pair is used without a restart; a bad one is refused and the current kept`, async () => {
+      const certFile = file('client.pem', one.certPem);
+      const keyFile = file('client.key', one.keyPem);
+      const s = await startSidecar({ baseUrl: nginx.url, engine, overrides: { service: { certFile, keyFile } } });
+      try {
+        await waitReady(s);
+        const first = await send(s.port, { path: '/pub/b2b/v1/objects/1' });
+        assert.equal(first.status, 200);
+        assert.deepEqual(first.json(), { client: 'CN=client-one', authorization: `Bearer ${TOKEN}` });
+        const notAfter = Math.floor(new Date(new X509Certificate(one.certPem).validTo).getTime() / 1000);
+        assert.match(await s.sidecar.registry.metrics(), new RegExp(`^b2b_sidecar_client_certificate_expiry_timestamp_seconds\\{route="service"\\} ${notAfter}$`, 'm'));
+
+        writeFileSync(certFile, two.certPem);
+        writeFileSync(keyFile, two.keyPem);
+        await s.sidecar.reloadCredentials();
+        assert.equal((await send(s.port, { path: '/pub/b2b/v1/objects/2' })).json<{ client: string }>().client, 'CN=client-two');
+        assert.ok(s.log.lines().some((l) => l.message === 'client certificate changed; new connections present it' && l.subject === 'CN=client-two'));
+
+        // A half-finished rotation (new certificate, old key) is refused; the working pair stays.
+        writeFileSync(certFile, one.certPem);
+        await s.sidecar.reloadCredentials();
+        assert.equal((await send(s.port, { path: '/pub/b2b/v1/objects/3' })).json<{ client: string }>().client, 'CN=client-two');
+        const refused = s.log.lines().find((l) => l.message === 'client certificate re-read refused; keeping the current one');
+        assert.match(String(refused?.reason), /service\.keyFile .* does not match the certificate in service\.certFile/);
+      } finally {
+        await s.stop();
+      }
+    });
+  }
+});
