@@ -15,6 +15,8 @@ import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js
  * Exit codes: 0 after a drain, 1 when it cannot start (a listener's port in use included: that
  * is often transient, so supervisors retry), 2 for invalid configuration (the same checks as
  * `check-config`, credential file contents included), printed in the same format.
+ * Under systemd's Type=notify (NOTIFY_SOCKET) it reports readiness, drain and watchdog pings
+ * (observability/systemd-notify.ts).
  */
 export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);

@@ -47,7 +47,8 @@ const STATUS_CHECK_MS = 500;
 const STATUS_MIN_INTERVAL_MS = 5_000;
 /** systemd-notify waits at most 5 s on its barrier; a child still running after this is killed. */
 const CHILD_TIMEOUT_MS = 10_000;
-const DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS = 60_000;
+/** The unit's TimeoutStartSec= must be longer (test/deploy/systemd.test.ts). */
+export const DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS = 60_000;
 
 const NO_NOTIFIER: SystemdNotifier = Object.freeze({ started() {}, stopping() {}, close() {} });
 

@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import { EXIT_USAGE } from '../../src/commands/io.js';
 import { schemaAt } from '../../src/config/walk.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS } from '../../src/observability/systemd-notify.js';
 
 /**
  * deploy/systemd/b2b-sidecar.service: `systemd-analyze verify` where the tool exists (Debian's
@@ -158,7 +159,7 @@ describe('systemd unit', () => {
     assert.equal(value('Type'), 'notify');
     assert.equal(value('NotifyAccess'), 'all', 'the sender is a child process, not the main one');
     assert.deepEqual(values('ExecStartPost'), [], 'READY=1 already waits for the token: no `b2b-sidecar wait`');
-    assert.ok(seconds(value('TimeoutStartSec')) > 60, 'the start timeout must leave the sidecar its 60 s to send READY=1 without a token');
+    assert.ok(seconds(value('TimeoutStartSec')) > DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS / 1000, 'the start timeout must leave the sidecar its time to send READY=1 without a token');
     assert.match(unitText, /since systemd 246/i, 'the unit says which systemd-notify it relies on');
   });
 
