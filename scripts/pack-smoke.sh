@@ -107,7 +107,7 @@ else
   if [ "$exec_start" != "$bin" ]; then
     # The README's instruction for other prefixes: point ExecStart at the installed binary.
     printf 'note: npm prefix -g is %s, not /usr: verifying the unit with ExecStart=%s as the README says\n' "$prefix" "$bin"
-    sed -e "s#^ExecStart=[^ ]*#ExecStart=$bin#" -e "s#^ExecStartPost=-[^ ]*#ExecStartPost=-$bin#" "$unit" >"$work/b2b-sidecar.service"
+    sed -e "s#^ExecStart=[^ ]*#ExecStart=$bin#" "$unit" >"$work/b2b-sidecar.service"
     unit="$work/b2b-sidecar.service"
   fi
   verify=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify $unit: $verify"

@@ -34,6 +34,8 @@ export interface SidecarDeps {
   version?: string;
   /** Where HTTPS_PROXY and NO_PROXY are read (tests pass their own); the process's environment by default. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Called once when a drain or stop begins, whoever started it (systemd's STOPPING=1). */
+  onDrain?: () => void;
 }
 
 export interface Sidecar {
@@ -60,6 +62,10 @@ export interface Sidecar {
   readonly done: Promise<void>;
   /** The token manager, once started. */
   readonly tokens: TokenManager | undefined;
+  /** Readiness as /readyz answers it. */
+  health(): { ready: boolean; reason?: string; warnings?: string[] };
+  /** Liveness as /healthz answers it: the token loop's. */
+  live(): { live: boolean; reason?: string };
 }
 
 /** The admin listener's own limits: small requests from Prometheus and probes. */
@@ -97,6 +103,14 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const stuck = service.credentials.stuckSeconds();
     if (stuck !== undefined) warnings.push(`a credential file re-read has been running for ${stuck} s (a hung file system?); the current credentials stay in use`);
     return warnings.length ? { ...service.tokens.status(), warnings } : service.tokens.status();
+  };
+  // Liveness is the token loop's: it fails only when the loop is dead or stuck, never because the vendor is down.
+  const live = () => service?.tokens.liveness() ?? { live: true };
+  let drainAnnounced = false;
+  const announceDrain = () => {
+    if (drainAnnounced) return;
+    drainAnnounced = true;
+    deps.onDrain?.();
   };
 
   function start() {
@@ -139,8 +153,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
     const admin = createListener(createAdminHandler({
       registry, health, logger, now: () => clock.now(),
-      // Liveness is the token loop's: it fails only when the loop is dead or stuck, never because the vendor is down.
-      live: () => service?.tokens.liveness() ?? { live: true },
+      live,
       allow: adminAllows,
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
     }), { ...ADMIN_LIMITS, maxConnectionsPerSource: config.admin.maxConnectionsPerSource }, logger, {
@@ -200,6 +213,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   }
 
   function drain() {
+    announceDrain();
     drained ??= (async () => {
       // Nothing has been served yet, so nothing to drain; load balancers never saw it ready.
       if (phase !== 'started') return stop();
@@ -215,6 +229,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   }
 
   function stop() {
+    announceDrain();
     stopped ??= (async () => {
       draining = true;
       group.requestStop();
@@ -236,6 +251,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     get tokens() {
       return service?.tokens;
     },
+    health,
+    live,
   };
 }
 

@@ -18,6 +18,8 @@ export interface CommandIo {
   onSignal(signal: Signal, handler: () => void): void;
   /** The package version (`b2b_sidecar_build_info`, the start log); absent in tests that do not care. */
   version?: string;
+  /** The process id (systemd's MAINPID= and WATCHDOG_PID); absent in tests that do not care. */
+  pid?: number;
 }
 
 /** Exit codes of every command. */

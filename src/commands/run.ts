@@ -1,4 +1,6 @@
 import { createLogger } from '../observability/logger.js';
+import { createSystemdNotifier } from '../observability/systemd-notify.js';
+import { systemClock } from '../shared/clock.js';
 import { SecretSet } from '../shared/secrets.js';
 import { unknownEnvWarnings } from '../config/env-warnings.js';
 import { ConfigError, StoppedDuringStartError } from '../shared/errors.js';
@@ -13,6 +15,8 @@ import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js
  * Exit codes: 0 after a drain, 1 when it cannot start (a listener's port in use included: that
  * is often transient, so supervisors retry), 2 for invalid configuration (the same checks as
  * `check-config`, credential file contents included), printed in the same format.
+ * Under systemd's Type=notify (NOTIFY_SOCKET) it reports readiness, drain and watchdog pings
+ * (observability/systemd-notify.ts).
  */
 export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
@@ -25,7 +29,18 @@ export async function runCommand(args: { config?: string }, io: CommandIo): Prom
   const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
   for (const warning of unknownEnvWarnings(io.env)) logger.warn(warning);
   if (args.config === undefined) logger.info(NO_CONFIG_FILE);
-  return serve(createSidecar(config, { logger, secrets, ...(args.config ? { configPath: args.config } : {}), ...(io.version ? { version: io.version } : {}) }), io, logger);
+  // Under systemd's Type=notify (NOTIFY_SOCKET set); otherwise a no-op.
+  const notifier = createSystemdNotifier({ env: io.env, ...(io.pid !== undefined ? { pid: io.pid } : {}), clock: systemClock, logger });
+  const sidecar = createSidecar(config, {
+    logger, secrets, onDrain: () => notifier.stopping(),
+    ...(args.config ? { configPath: args.config } : {}), ...(io.version ? { version: io.version } : {}),
+  });
+  try {
+    // Started means the listeners are up; READY=1 waits for the first token too.
+    return await serve(sidecar, io, logger, () => notifier.started(sidecar));
+  } finally {
+    notifier.close();
+  }
 }
 
 /** Starts a sidecar and serves until it is stopped; shared by `run` and `demo`. */

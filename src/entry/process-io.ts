@@ -37,6 +37,7 @@ export const processIo: CommandIo = {
   env: process.env,
   onSignal: (signal, handler) => process.on(signal, handler),
   version: packageVersion(),
+  pid: process.pid,
 };
 
 /** V8 settings for serving, applied once the command's modules are loaded (see shared/v8-tuning.ts). */

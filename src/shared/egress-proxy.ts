@@ -2,7 +2,7 @@ import ipaddr from 'ipaddr.js';
 
 /**
  * Which forward proxy, if any, carries the connections to one upstream origin. Node ignores
- * HTTPS_PROXY (docs/traps.md T37), so the sidecar resolves it itself, the way curl does:
+ * HTTPS_PROXY (docs/traps.md T38), so the sidecar resolves it itself, the way curl does:
  * an explicit setting wins (`none` = direct), else `https_proxy`/`HTTPS_PROXY` (`http_proxy`/
  * `HTTP_PROXY` for an http:// upstream; the lower-case name wins, as in curl and Python), minus
  * the hosts `no_proxy`/`NO_PROXY` names.

@@ -99,8 +99,8 @@ export function undiciConnect(egress: Egress | undefined, ca: TrustedCas | undef
 /**
  * The same for a node:https Agent (the http-proxy engine): the context of the current pair on
  * every new socket, and with a proxy, TLS started over the tunnel. Node's Agent waits for the
- * callback when createConnection returns nothing, and the prototype's createConnection keeps
- * its TLS session cache (keyed by the context's identity through `_agentKey`... per pair here).
+ * callback when createConnection returns nothing; the prototype's createConnection keeps its TLS
+ * session cache, emptied whenever the client certificate changes.
  */
 export function routeAgentThroughEgress(agent: HttpsAgent, egress: Egress | undefined): void {
   if (!isDynamic(egress)) return;
@@ -110,7 +110,7 @@ export function routeAgentThroughEgress(agent: HttpsAgent, egress: Egress | unde
   (agent as unknown as { createConnection: Create }).createConnection = (options, oncreate) => {
     const context = egress.context();
     if (context !== sessionsOf) {
-      // A resumed session would present the previous client certificate.
+      // A resumed session would present the previous client certificate (docs/traps.md T39).
       (agent as unknown as { _sessionCache?: { map: Record<string, unknown>; list: string[] } })._sessionCache = { map: {}, list: [] };
       sessionsOf = context;
     }

@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import { EXIT_USAGE } from '../../src/commands/io.js';
 import { schemaAt } from '../../src/config/walk.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS } from '../../src/observability/systemd-notify.js';
 
 /**
  * deploy/systemd/b2b-sidecar.service: `systemd-analyze verify` where the tool exists (Debian's
@@ -79,7 +80,7 @@ describe('systemd unit', () => {
     // verify insists that ExecStart's binary exists; in the copy it is this node. The real binary
     // is checked by scripts/pack-smoke.sh, which installs the packed tarball with npm install -g.
     const copy = join(dir, 'b2b-sidecar.service');
-    writeFileSync(copy, unitText.replace(/^ExecStart=\S+/m, `ExecStart=${process.execPath}`).replace(/^ExecStartPost=-\S+/m, `ExecStartPost=-${process.execPath}`));
+    writeFileSync(copy, unitText.replace(/^ExecStart=\S+/m, `ExecStart=${process.execPath}`));
     const result = spawnSync('systemd-analyze', ['verify', copy], { encoding: 'utf8' });
     const about = `${result.stdout}${result.stderr}`.split('\n').filter((l) => l.includes('b2b-sidecar'));
     assert.deepEqual(about, [], 'systemd-analyze verify complaints about the unit');
@@ -89,7 +90,6 @@ describe('systemd unit', () => {
   it('starts the CLI where Debian\'s npm install -g puts it (prefix /usr) with run --config /etc/b2b-sidecar/sidecar.yaml', () => {
     assert.equal(value('ExecStart'), '/usr/bin/b2b-sidecar run --config /etc/b2b-sidecar/sidecar.yaml');
     assert.deepEqual(unit.get('Unit')?.get('Documentation'), ['file:/usr/lib/node_modules/b2b-sidecar/README.md']);
-    assert.equal(value('Type'), 'exec');
   });
 
   it('passes the credentials with LoadCredential= and points the *_FILE env vars at the copies', () => {
@@ -155,12 +155,21 @@ describe('systemd unit', () => {
     for (const [key, want] of Object.entries(expected)) assert.equal(value(key), want, `${key}=`);
   });
 
-  it('gates its start on readiness: ExecStartPost waits for /readyz with the same config, within the start timeout, without failing the unit', () => {
-    const post = value('ExecStartPost');
-    assert.equal(post, '-/usr/bin/b2b-sidecar wait --config /etc/b2b-sidecar/sidecar.yaml --timeout 60s');
-    assert.equal(post.split(' wait ')[0]!.slice(1), value('ExecStart').split(' run ')[0], 'the same binary');
-    assert.equal(post.split('--config ')[1]!.split(' ')[0], value('ExecStart').split('--config ')[1], 'the same config');
-    assert.equal(value('Type'), 'exec', 'started once ExecStartPost returns');
+  it('is Type=notify: started on READY=1 (sent by a systemd-notify child, hence NotifyAccess=all), within a start timeout longer than the 60 s after which the sidecar sends it without a token', () => {
+    assert.equal(value('Type'), 'notify');
+    assert.equal(value('NotifyAccess'), 'all', 'the sender is a child process, not the main one');
+    assert.deepEqual(values('ExecStartPost'), [], 'READY=1 already waits for the token: no `b2b-sidecar wait`');
+    assert.ok(seconds(value('TimeoutStartSec')) > DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS / 1000, 'the start timeout must leave the sidecar its time to send READY=1 without a token');
+    assert.match(unitText, /since systemd 246/i, 'the unit says which systemd-notify it relies on');
+  });
+
+  it('has a watchdog the token loop keeps fed while live, restarting the unit when it is not', () => {
+    const watchdog = seconds(value('WatchdogSec'));
+    // Pinged every WatchdogSec/2: an event loop late by less than that must not cost a restart,
+    // and a stuck loop must be restarted about as fast as Kubernetes' liveness probe does (30 s).
+    assert.ok(watchdog >= 20 && watchdog <= 60, `WatchdogSec=${watchdog}s`);
+    assert.equal(value('Restart'), 'on-failure', 'a watchdog timeout restarts the unit');
+    assert.deepEqual(values('WatchdogSignal'), [], 'the default SIGABRT (LimitCORE=0: no core with the secrets in it)');
   });
 
   it('never dumps core: the memory holds the credentials and tokens', () => {

@@ -12,7 +12,7 @@ import { startSquid, startTinyproxy, type RealProxy } from '../helpers/forward-p
 /**
  * The egress proxy against a real forward proxy: Debian's tinyproxy 1.11 (CONNECT, Basic
  * authentication, ConnectPort rules), as on the hosts whose only way out is a corporate proxy.
- * Node itself ignores HTTPS_PROXY (docs/traps.md T37).
+ * Node itself ignores HTTPS_PROXY (docs/traps.md T38).
  */
 const USER = 'sidecar';
 const PASSWORD = 'proxy-pa55word-7f3e9c';
