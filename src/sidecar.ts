@@ -5,7 +5,7 @@ import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createAdminHandler } from './observability/admin.js';
-import { createMetrics, createRegistry, type Metrics } from './observability/metrics.js';
+import { createMetrics, createRegistry, type AnyListener, type Metrics } from './observability/metrics.js';
 import { createListener, type Listener } from './proxy/listener.js';
 import { groupId } from './proxy/local-socket.js';
 import { rmSync } from 'node:fs';
@@ -147,7 +147,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
       minUploadBytesPerSecond: config.proxy.minUploadBytesPerSecond,
     });
-    const proxyListener = createListener(handler, config.proxy, logger, { onRefused: (reason) => metrics.connectionRefused('proxy', reason) });
+    const counted = (listener: AnyListener) => {
+      metrics.listenerStarted(listener);
+      return { onOpen: () => metrics.connectionOpened(listener), onClose: () => metrics.connectionClosed(listener) };
+    };
+    const proxyListener = createListener(handler, config.proxy, logger, { onRefused: (reason) => metrics.connectionRefused('proxy', reason), ...counted('proxy') });
     listener = proxyListener;
     const adminGuard = compileIpGuard(config.admin.allow);
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
@@ -161,6 +165,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // listener's 64 and take /healthz (and the liveness probe) down.
       admit: adminAllows,
       onRefused: (reason) => metrics.connectionRefused('admin', reason),
+      ...counted('admin'),
     });
     // Each registered before it binds: a stop() racing the bind still closes it.
     const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
@@ -168,7 +173,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const socketPath = config.listen.socket;
     if (socketPath) {
       // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
-      const onSocket = createListener(handler, config.proxy, logger, { local: true });
+      const onSocket = createListener(handler, config.proxy, logger, { local: true, ...counted('socket') });
       socketListener = onSocket;
       let ours = false; // only a file this process made is removed: not a live one it refused to take
       await group.started(

@@ -133,7 +133,8 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
     url, ca, caFile: config.service.caFile, timeoutMs: config.service.tokenTimeoutMs, egress: way.egress,
     clientCertificate: certificate && { subject: certificate.subject, notAfter: certificate.notAfter, key: 'service' },
   });
-  if (!way.egress.proxy) connect.detail = `direct: ${way.path.replace(/^direct \((.*)\)$/, '$1')}; ${connect.detail}`;
+  // A proxy in the environment that is not used (NO_PROXY, service.proxy: none) is said; no proxy at all is the plain case.
+  if (!way.egress.proxy && !/^direct \(no /.test(way.path)) connect.detail = `${way.path}; ${connect.detail}`;
   steps.push(connect);
   if (!connect.ok) return;
 

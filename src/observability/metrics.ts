@@ -14,8 +14,10 @@ export type CaptureDropReason = 'request_limit' | 'global_limit';
 
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';
-/** The two listeners (`connections_refused_total{listener}`). */
+/** The listeners that refuse connections as they open (`connections_refused_total{listener}`). */
 export type ListenerName = 'proxy' | 'admin';
+/** Every listener (`connections_opened_total{listener}`): the proxy on TCP, on its unix socket, the admin listener. */
+export type AnyListener = ListenerName | 'socket';
 /** Why a connection was refused as it opened (see proxy/listener.ts). */
 export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit';
 /** Configured route names; the only values the `route` label can take (never a raw path). */
@@ -69,6 +71,11 @@ export interface Metrics {
   connectionRefused(listener: ListenerName, reason: ConnectionRefusalReason): void;
   /** A young, accepted token this process still held was rejected: another holder of the ApiKey? */
   tokenSuperseded(): void;
+  /** A listener is up: its connection series start at 0. */
+  listenerStarted(listener: AnyListener): void;
+  /** A connection opened (refused ones too) on a listener, and closed. */
+  connectionOpened(listener: AnyListener): void;
+  connectionClosed(listener: AnyListener): void;
   /** The route's connections go through an egress proxy (its failure series start at 0). */
   egressProxyInUse(route: RouteName): void;
   /** A CONNECT tunnel through the route's egress proxy failed (the proxy, not the upstream). */
@@ -257,7 +264,33 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
     },
   });
 
+  const opened = new Counter({
+    name: `${PREFIX}connections_opened_total`, help: 'Connections opened to each listener (proxy = TCP, socket = listen.socket, admin), refused ones included.',
+    labelNames: ['listener'] as const, registers,
+  });
+  const open = new Gauge({
+    name: `${PREFIX}open_connections`, help: 'Connections open on each listener now (proxy = TCP, socket = listen.socket, admin).',
+    labelNames: ['listener'] as const, registers,
+  });
+  const openedBy = new Map<AnyListener, { opened: ReturnType<typeof opened.labels>; open: ReturnType<typeof open.labels> }>();
+  const byListener = (listener: AnyListener) => {
+    let handles = openedBy.get(listener);
+    if (!handles) {
+      handles = { opened: opened.labels(listener), open: open.labels(listener) };
+      handles.opened.inc(0);
+      openedBy.set(listener, handles);
+    }
+    return handles;
+  };
+
   return {
+    listenerStarted: (listener) => void byListener(listener),
+    connectionOpened(listener) {
+      const h = byListener(listener);
+      h.opened.inc();
+      h.open.inc();
+    },
+    connectionClosed: (listener) => byListener(listener).open.dec(),
     egressProxyInUse(route) {
       // Pre-initialised so the first failure is an increase from 0; a route without a proxy has no series.
       if (egressRoutes.has(route)) return;

@@ -29,6 +29,9 @@ export interface ConnectionPolicy {
   onRefused?: (reason: ConnectionRefusal) => void;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
+  /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
+  onOpen?: () => void;
+  onClose?: () => void;
 }
 
 /** A refused connection gets its answer and is closed within this, whatever the client does. */
@@ -107,6 +110,13 @@ export function createListener(
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
+  const { onOpen, onClose } = policy;
+  if (onOpen && onClose) {
+    server.prependListener('connection', (socket: Socket) => {
+      onOpen();
+      socket.once('close', onClose);
+    });
+  }
   if (policy.local) server.prependListener('connection', (socket: Socket) => { (socket as Socket & { [LOCAL_SOCKET]?: boolean })[LOCAL_SOCKET] = true; });
   else guardConnections(server, limits.maxConnectionsPerSource, policy, logger);
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));

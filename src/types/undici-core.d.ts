@@ -25,3 +25,7 @@ declare module 'undici/lib/core/symbols.js' {
   const symbols: { kKeepAliveDefaultTimeout: symbol; kKeepAliveMaxTimeout: symbol };
   export default symbols;
 }
+declare module 'undici/lib/core/connect.js' {
+  const buildConnector: (options: Record<string, unknown>) => unknown;
+  export default buildConnector;
+}

@@ -1,13 +1,13 @@
 import type { Socket } from 'node:net';
 import type { Agent as HttpsAgent } from 'node:https';
-import { createRequire } from 'node:module';
 import type { SecureContext } from 'node:tls';
 import { tlsContext, type ClientCertificatePem, type TrustedCas } from '../shared/tls.js';
+// undici's own connector, imported file by file like undici-core.ts (so the bundle holds it).
+import connectModule from 'undici/lib/core/connect.js';
 import { EgressProxyError, openTunnel, type TunnelFailure } from './connect-tunnel.js';
 import type { EgressProxy } from '../shared/egress-proxy.js';
 
-// undici's connector, file by file like undici-core.ts (no package entry point).
-const buildConnector = createRequire(import.meta.url)('undici/lib/core/connect.js') as (options: Record<string, unknown>) => UndiciConnector;
+const buildConnector = connectModule as unknown as (options: Record<string, unknown>) => UndiciConnector;
 
 type UndiciConnector = (options: { hostname: string; host: string; protocol: string; port: string; servername?: string; httpSocket?: Socket }, callback: (err: Error | null, socket: Socket | null) => void) => void;
 

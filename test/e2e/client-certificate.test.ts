@@ -91,7 +91,7 @@ describe('client certificates against nginx with ssl_verify_client on', () => {
   it('doctor shows which client certificate was offered', async () => {
     const out = await runCli(['doctor', '--config', await config(pair(one))]);
     assert.equal(out.code, 0, out.stdout + out.stderr);
-    assert.match(out.stdout, /✓ connect: direct: .*client certificate CN=client-one \(service\.certFile, valid to 20\d\d-[^)]+\) offered/);
+    assert.match(out.stdout, /✓ connect: .*client certificate CN=client-one \(service\.certFile, valid to 20\d\d-[^)]+\) offered/);
   });
 
   for (const engine of ENGINES) {
