@@ -49,6 +49,7 @@ describe('the proxy on a unix socket (listen.socket)', () => {
       sidecar.child.kill('SIGKILL');
       await sidecar.exited;
     });
+    const adminPort = (await sidecar.waitFor(/"admin":"127\.0\.0\.1:(\d+)"/))[1];
     await sidecar.waitFor(/"socketGuard":"file permissions/);
     await sidecar.waitFor(/"message":"token obtained"/);
     assert.equal(statSync(socket).mode & 0o777, 0o660);
@@ -61,6 +62,12 @@ describe('the proxy on a unix socket (listen.socket)', () => {
     const python = (await run('python3', ['-c', PYTHON, socket])).split('\n');
     assert.equal(python[0], '200');
     assert.equal((JSON.parse(python[1]!) as { headers: Record<string, string> }).headers.apikey, echoed(CREDENTIALS.apiKey));
+
+    // The socket's connections are counted under their own listener label.
+    const metrics = await run('curl', ['-s', `http://127.0.0.1:${adminPort}/metrics`]);
+    assert.match(metrics, /^b2b_sidecar_connections_opened_total\{listener="socket"\} [2-9]$/m);
+    assert.match(metrics, /^b2b_sidecar_connections_opened_total\{listener="proxy"\} 0$/m);
+    assert.match(metrics, /^b2b_sidecar_connections_opened_total\{listener="admin"\} 1$/m);
 
     // A second sidecar on the same path: refused, and the first still serves.
     const second = await runCli(['run', '--config', config]);
