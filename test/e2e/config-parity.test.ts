@@ -95,6 +95,12 @@ const CASES: Case[] = [
   { name: 'an ApiKey file with a non-ASCII character', change: (c) => { c.credentials = { apiKeyFile: file('key', 'parity-kéy-4712\n'), password: PASSWORD }; }, key: 'credentials.apiKeyFile (B2B_API_KEY_FILE)', reason: /visible ASCII/, secret: 'kéy-4712' },
   // §2: a CA file with PEM armour around something that is not a certificate.
   { name: 'a caFile with PEM armour around garbage', change: (c) => { c.service.caFile = file('ca.pem', BOGUS_PEM); }, key: 'service.caFile (B2B_CA_FILE)', reason: /not an X\.509 certificate/ },
+  // The way out: a proxy run cannot use, half a client certificate, credentials for no proxy.
+  { name: 'an https:// proxy with a password in it', change: (c) => { c.service.proxy = 'https://u:parity-proxy-secret@squid:3128'; }, key: 'service.proxy', reason: /only an http:\/\/ proxy is supported/, secret: 'parity-proxy-secret' },
+  { name: 'a proxy URL with a path', change: (c) => { c.service.proxy = 'http://squid:3128/proxy'; }, key: 'service.proxy', reason: /no path, query or fragment/ },
+  { name: 'a certFile without its keyFile', change: (c) => { c.service.certFile = file('client.pem', BOGUS_PEM); }, key: 'service.keyFile', reason: /is needed with service\.certFile/ },
+  { name: 'a proxyAuthFile with proxy none', change: (c) => { c.service.proxy = 'none'; c.service.proxyAuthFile = file('proxy-auth', 'user:parity-proxy-pass\n'); }, key: 'service.proxyAuthFile', reason: /has no use: service\.proxy is none/, secret: 'parity-proxy-pass' },
+  { name: 'a proxyAuthFile without a colon', change: (c) => { c.service.proxy = 'http://squid:3128'; c.service.proxyAuthFile = file('proxy-auth', 'just-a-password\n'); }, key: 'service.proxyAuthFile', reason: /must hold user:password/, secret: 'just-a-password' },
   // §2: listener hosts that cannot be bound.
   { name: 'listen.host in URL brackets', change: (c) => { c.listen.host = '[::1]'; }, key: 'listen.host', reason: /without brackets: ::1/ },
   { name: 'an admin.host that does not resolve', change: (c) => { c.admin.host = 'no-such-host.invalid'; }, key: 'admin.host', reason: /does not resolve/ },
