@@ -125,10 +125,17 @@ async function afterTcp(o: ConnectCheckOptions, host: string, socket: Socket, tc
     return fail(`${tcp}; chain trusted (${roots}), but the certificate does not cover ${host} (it names ${names || 'no host'})`,
       names ? `use a host the certificate names in service.baseUrl (${names}), or ask the support team for a certificate that covers ${host}` : `ask the support team for a certificate that covers ${host}`);
   }
-  const offered = o.clientCertificate
-    ? `; client certificate ${o.clientCertificate.subject} (${o.clientCertificate.key}.certFile, valid to ${o.clientCertificate.notAfter.toISOString()}) offered`
-    : '';
-  return { step: 'connect', ok: true, detail: `${tcp}; TLS chain trusted (${roots}); certificate covers ${host}${offered}` };
+  const asked = handshake.askedForClientCertificate;
+  const mine = o.clientCertificate;
+  const offered = mine
+    ? `; ${asked ? 'the server asked for a client certificate: ' : ''}client certificate ${mine.subject} (${mine.key}.certFile, valid to ${mine.notAfter.toISOString()}) offered${asked ? '' : ', but the server did not ask for one'}`
+    : asked ? '; the server asked for a client certificate, and none is configured' : '';
+  const detail = `${tcp}; TLS chain trusted (${roots}); certificate covers ${host}${offered}`;
+  if (asked && !mine) {
+    // A server may ask and accept none (ssl_verify_client optional): the next steps tell; say what to set.
+    return { step: 'connect', ok: true, detail, hint: 'if requests are refused (nginx answers 400 "No required SSL certificate was sent"), set service.certFile and service.keyFile to the pair the vendor issued' };
+  }
+  return { step: 'connect', ok: true, detail };
 }
 
 function connectTcp(address: string, port: number, timeoutMs: number): Promise<{ socket: Socket } | { error: string }> {
@@ -156,7 +163,7 @@ function connectTcp(address: string, port: number, timeoutMs: number): Promise<{
  * is read when it arrives (the OCSP status callback runs before verification), so a rejected
  * chain can still name its issuer. Nothing is ever sent on this connection.
  */
-function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
+function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate; askedForClientCertificate: boolean } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
   return new Promise((resolve) => {
     let received: PeerCertificate | undefined;
     // `requestOCSP` is passed on to the TLSSocket by connect() but missing from its option type.
@@ -180,8 +187,11 @@ function handshakeTls(socket: Socket, host: string, secureContext: SecureContext
     tls.once('secureConnect', () => {
       clearTimeout(timer);
       const cert = tls.getPeerCertificate();
+      // OpenSSL fills the shared signature algorithms on the client only from a CertificateRequest
+      // (TLS 1.2 and 1.3): empty means the server did not ask for a client certificate.
+      const askedForClientCertificate = tls.getSharedSigalgs().length > 0;
       tls.destroy();
-      resolve({ cert });
+      resolve({ cert, askedForClientCertificate });
     });
     tls.once('error', (err) => {
       clearTimeout(timer);

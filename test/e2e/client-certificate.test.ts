@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { assertBuildIsCurrent, runCli } from '../helpers/cli.js';
 import { createClientCa, encryptKey, type ClientCa } from '../helpers/client-certs.js';
 import { startNginx, type RealNginx } from '../helpers/nginx.js';
-import { ENGINES, send, startSidecar, waitReady } from '../helpers/stack.js';
+import { ENGINES, send, startSidecar, startSimulator, waitReady } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 
 /**
@@ -88,10 +88,22 @@ describe('client certificates against nginx with ssl_verify_client on', () => {
     assert.match(run.stderr + run.stdout, /the certificate expired on/);
   });
 
-  it('doctor shows which client certificate was offered', async () => {
+  it('doctor shows whether the server asked for a client certificate and which one was offered', async () => {
     const out = await runCli(['doctor', '--config', await config(pair(one))]);
     assert.equal(out.code, 0, out.stdout + out.stderr);
-    assert.match(out.stdout, /✓ connect: .*client certificate CN=client-one \(service\.certFile, valid to 20\d\d-[^)]+\) offered/);
+    assert.match(out.stdout, /✓ connect: .*the server asked for a client certificate: client certificate CN=client-one \(service\.certFile, valid to 20\d\d-[^)]+\) offered\n/);
+    const without = await runCli(['doctor', '--config', await config('')]);
+    assert.equal(without.code, 1);
+    assert.match(without.stdout, /✓ connect: .*the server asked for a client certificate, and none is configured — hint: .*set service\.certFile and service\.keyFile/);
+    assert.match(without.stdout, /✗ gentoken: .*400/);
+    // A server that does not ask (the test CA's plain TLS server, the simulator) is told apart.
+    const sim = await startSimulator();
+    try {
+      const plain = await runCli(['doctor', '--config', await config(pair(one)).then((f) => { writeFileSync(f, readFileSync(f, 'utf8').replace(nginx.url, sim.baseUrl)); return f; })]);
+      assert.match(plain.stdout, /client certificate CN=client-one .* offered, but the server did not ask for one/);
+    } finally {
+      await sim.stop();
+    }
   });
 
   for (const engine of ENGINES) {
