@@ -64,13 +64,14 @@ export function openTunnel(proxy: EgressProxy, auth: string | undefined, host: s
         return fail('auth', `${via} refused the tunnel: ${code} proxy authentication ${auth ? 'failed (check the user and password in the proxy URL or proxyAuthFile)' : 'required (set the user and password in the proxy URL or proxyAuthFile)'}`, { proxyStatus: code });
       }
       if (code < 200 || code > 299) return fail('refused', `${via} refused CONNECT ${authority} with ${code} (its rules may not allow this host or port)`, { proxyStatus: code });
+      // Nothing may follow the 2xx before our ClientHello (the server speaks second in TLS), and
+      // TLS reads the socket's handle directly, so bytes held here would be lost: refuse instead.
+      if (head.length > end + 4) return fail('refused', `${via} sent data after its answer to CONNECT ${authority}, before TLS began`);
       settled = true;
       clearTimeout(timer);
       socket.off('data', onData);
       socket.off('error', onError);
       socket.off('close', onClose);
-      const rest = head.subarray(end + 4);
-      if (rest.length > 0) socket.unshift(rest);
       resolve(socket);
     };
     const onError = (err: Error) => fail(connected ? 'closed' : 'unreachable',
