@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,6 +10,52 @@ import { sidecarMessages } from './messages.js';
 
 const ROOT = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, ROOT), 'utf8');
+
+/** Every `export`ed name in src/ (and the test helpers the guide names), their methods, and every file name in src/. */
+function sourceApi(): { names: Set<string>; files: Set<string> } {
+  const names = new Set<string>();
+  const files = new Set<string>();
+  const walk = (dir: URL, recordFiles = true) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(new URL(`${entry.name}/`, dir), recordFiles);
+      else if (entry.name.endsWith('.ts')) {
+        if (recordFiles) files.add(entry.name);
+        const text = readFileSync(new URL(entry.name, dir), 'utf8');
+        // Methods of exported classes and interfaces: `clock.advance(ms)`, `tee.captured()`.
+        for (const m of text.matchAll(/^\s+(?:async |static |readonly |get |private )*#?(\w+)\??(?:\(|: \()/gm)) names.add(m[1]!);
+        for (const m of text.matchAll(/^export (?:async )?(?:function\*? |const |let |class |interface |type |abstract class )(\w+)/gm)) names.add(m[1]!);
+        for (const m of text.matchAll(/^export \{([^}]+)\}/gm)) for (const n of m[1]!.split(',')) names.add(n.trim().replace(/^type /, '').split(/\s+as\s+/).pop()!);
+      }
+    }
+  };
+  walk(new URL('src/', ROOT));
+  walk(new URL('test/helpers/', ROOT), false);
+  return { names, files };
+}
+
+/** Code spans that are HTTP header names, not types. */
+const HEADER_NAMES = new Set(['Connection', 'Expect', 'Trailer', 'Host', 'Location', 'Authorization', 'ApiKey']);
+
+describe('the engineer\'s guide (docs/architecture.md) kept true by the code', () => {
+  it('names only functions, classes and types that src/ exports, and only files that exist', () => {
+    const guide = read('docs/architecture.md');
+    const { names, files } = sourceApi();
+    const code = [...guide.matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
+    // `name(` at the start of a code span is an API claim: createSidecar(config, ...), loadTrustedCas(caFile).
+    const called = code.map((c) => /^(?:new )?([A-Za-z_$][\w$]*)\(/.exec(c)?.[1]).filter((n): n is string => n !== undefined);
+    // Capitalised bare names are types or classes: `TrustedCas`, `Metrics`.
+    const types = code.filter((c) => /^[A-Z][A-Za-z]+$/.test(c) && !HEADER_NAMES.has(c));
+    const missing = [...new Set([...called, ...types])].filter((n) => !names.has(n));
+    assert.deepEqual(missing, [], 'docs/architecture.md names these, which no file in src/ exports');
+    const named = [...new Set(code.flatMap((c) => c.match(/[\w./-]+\.ts\b/g) ?? []))];
+    assert.ok(named.length > 40, `only ${named.length} file names found: the extraction broke`);
+    // A path is looked up as written (from the root, or under src/); a bare name anywhere in src/ or test/helpers/.
+    const exists = (f: string) => (f.includes('/')
+      ? [f, `src/${f}`].some((p) => existsSync(new URL(p, ROOT)))
+      : files.has(f) || existsSync(new URL(`test/helpers/${f}`, ROOT)) || existsSync(new URL(`test/docs/${f}`, ROOT)));
+    assert.deepEqual(named.filter((f) => !exists(f) && !/\.d\.ts$/.test(f)), [], 'docs/architecture.md names files that do not exist');
+  });
+});
 
 describe('operator documentation kept true by the code', () => {
   it('troubleshooting.md explains every message the sidecar writes in an error body, /readyz or /healthz', () => {
