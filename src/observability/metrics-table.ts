@@ -29,7 +29,7 @@ const NOTES: Readonly<Record<string, string>> = {
 interface MetricInfo { name: string; type: string; help: string; labelNames: readonly string[]; upperBounds?: number[] }
 
 /**
- * Renders the README metrics table (`| metric | type | meaning |`) from a fresh registry: one
+ * Renders the metrics table of docs/metrics.md (`| metric | type | meaning |`) from a fresh registry: one
  * row per sidecar metric with its labels, type and help text, plus the series that exist at 0
  * from the start and histogram buckets; prom-client's default metrics collapse into one row. The
  * README is checked against this output by test/observability/metrics-table.test.ts.
@@ -100,9 +100,9 @@ async function preset(registry: Registry, metric: MetricInfo): Promise<string> {
 
 
 
-// `npm run docs:metrics` (node --import tsx src/observability/metrics-table.ts --write) regenerates the README table.
+// `npm run docs:metrics` (node --import tsx src/observability/metrics-table.ts --write) regenerates the table in docs/metrics.md.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const readmePath = fileURLToPath(new URL('../../README.md', import.meta.url));
+  const readmePath = fileURLToPath(new URL('../../docs/metrics.md', import.meta.url));
   const table = await renderMetricsTable();
   if (process.argv.includes('--write')) {
     writeFileSync(readmePath, replaceReadmeMetricsTable(readFileSync(readmePath, 'utf8'), table));

@@ -106,7 +106,7 @@ const ROUTES: readonly RouteName[] = ['service', 'localization'];
 const LISTENERS: readonly ListenerName[] = ['proxy', 'admin'];
 const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit'];
 /**
- * The values the `route` and `method` labels can take, for the README metrics table
+ * The values the `route` and `method` labels can take, for the metrics table (docs/metrics.md)
  * (observability/metrics-table.ts); the recording below normalises every request to one of them.
  */
 export const LABEL_VALUES: { readonly route: readonly RouteName[]; readonly method: readonly string[] } = {

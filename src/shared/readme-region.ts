@@ -1,5 +1,5 @@
 /**
- * Generated regions of the README (the configuration and metrics tables): text between two
+ * Generated regions of the README and docs/metrics.md (the configuration and metrics tables): text between two
  * marker comments that a script rewrites and a test compares with what the code says.
  */
 export interface ReadmeRegion {
@@ -22,7 +22,7 @@ export function readmeRegion(start: string, end: string): ReadmeRegion {
     },
     replace(readme, content) {
       const b = bounds(readme);
-      if (!b) throw new Error(`README has no ${start} ... ${end} region`);
+      if (!b) throw new Error(`the file has no ${start} ... ${end} region`);
       return `${readme.slice(0, b.from + start.length)}\n${content}${readme.slice(b.to)}`;
     },
   };

@@ -44,7 +44,7 @@ describe('RequestSeries', () => {
     const { reference, ours } = both(observations);
     for (const name of ['x_requests_total', 'x_duration_seconds']) {
       assert.equal(await ours.getSingleMetricAsString(name), await reference.getSingleMetricAsString(name), name);
-      // The JSON form too: the README metrics table and tests read it.
+      // The JSON form too: the metrics table (docs/metrics.md) and tests read it.
       const [a, b] = await Promise.all([ours.getSingleMetric(name)!.get(), reference.getSingleMetric(name)!.get()]);
       assert.deepEqual({ ...a, values: a.values.map((v) => ({ ...v })) }, { ...b, values: b.values.map((v) => { const { labels, value, metricName } = v as typeof v & { metricName?: string }; return { labels, value, ...(metricName ? { metricName } : {}) }; }) });
     }
