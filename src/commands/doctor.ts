@@ -13,6 +13,7 @@ import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
+import { checkListenAddresses } from '../doctor/listen-check.js';
 import { serviceEngineOptions, startServiceEgress, tokenClientOptions } from '../service/service-part.js';
 import type { EgressHandle } from '../upstream/egress-settings.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
@@ -73,6 +74,9 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   steps.push(loaded.step);
   if (!('config' in loaded)) return finish(loaded.code);
   const { config, store } = loaded;
+  // The addresses run would bind; a conflict is reported and the diagnosis goes on (exit 1 at the end).
+  const admin = { key: 'admin' as const, host: config.admin.host, port: config.admin.port };
+  steps.push(await checkListenAddresses([{ key: 'listen', host: config.listen.host, port: config.listen.port }, admin], admin));
   try {
     await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, steps, secrets, io.env);
     return finish();

@@ -83,7 +83,7 @@ describe('doctor: every step passing', () => {
     const baseUrl = sim.url.replace('127.0.0.1', 'localhost');
     const out = await doctor({ config: configFile({ baseUrl }), probe: OBJECT_PATH });
     assert.equal(out.code, 0, out.stdout);
-    assert.deepEqual(out.lines.map((l) => l.slice(0, 2) + l.slice(2).split(':')[0]), ['✓ config', '✓ connect', '✓ gentoken', '✓ probe']);
+    assert.deepEqual(out.lines.map((l) => l.slice(0, 2) + l.slice(2).split(':')[0]), ['✓ config', '✓ listen', '✓ connect', '✓ gentoken', '✓ probe']);
     assert.match(line(out.lines, 'connect'), /localhost resolved to .*TLS chain trusted \(system roots \+ service\.caFile .*\); certificate covers localhost/);
     assert.ok(line(out.lines, 'gentoken').includes(`POST ${baseUrl}/pub/b2b/v1/auth/gentoken → 200, token valid for 900 s`));
     assert.ok(line(out.lines, 'probe').includes(`GET ${baseUrl}${OBJECT_PATH} with token.attach → 200`));
@@ -95,17 +95,17 @@ describe('doctor: every step passing', () => {
     const sim = await startSim(t);
     const out = await doctor({ config: configFile({ baseUrl: sim.url }), probe: OBJECT_PATH, json: true });
     assert.equal(out.code, 0);
-    assert.deepEqual(out.steps.map((s) => [s.step, s.ok]), [['config', true], ['connect', true], ['gentoken', true], ['probe', true]]);
+    assert.deepEqual(out.steps.map((s) => [s.step, s.ok]), [['config', true], ['listen', true], ['connect', true], ['gentoken', true], ['probe', true]]);
     const allowed = new Set(['step', 'ok', 'detail', 'hint', 'url', 'status', 'problems', 'accepted', 'attach', 'attachYaml']);
     for (const s of out.steps) {
       assert.equal(typeof s.detail, 'string');
       for (const key of Object.keys(s)) assert.ok(allowed.has(key), `unexpected key ${key}`);
     }
-    const gentoken = out.steps[2]!;
+    const gentoken = out.steps.find((s) => s.step === 'gentoken')!;
     assert.equal(gentoken.url, `${sim.url}/pub/b2b/v1/auth/gentoken`);
     assert.equal(gentoken.status, 200);
-    assert.equal(out.steps[3]!.url, `${sim.url}${OBJECT_PATH}`);
-    assert.equal(out.steps[3]!.status, 200);
+    assert.equal(out.steps[4]!.url, `${sim.url}${OBJECT_PATH}`);
+    assert.equal(out.steps[4]!.status, 200);
     assertNoSecrets(out.stdout);
   });
 
@@ -170,8 +170,8 @@ describe('doctor: connect step', () => {
     writeFileSync(file, stringify({ service: { baseUrl: sim.url }, credentials: CREDENTIALS }));
     const out = await doctor({ config: file, json: true });
     assert.equal(out.code, 1);
-    assert.deepEqual(out.steps.map((s) => s.step), ['config', 'connect'], 'stops at the failing step');
-    const connect = out.steps[1]!;
+    assert.deepEqual(out.steps.map((s) => s.step), ['config', 'listen', 'connect'], 'stops at the failing step');
+    const connect = out.steps.find((s) => s.step === 'connect')!;
     assert.match(connect.detail, /TCP 127\.0\.0\.1 port \d+ open; certificate chain not trusted against system roots \(UNABLE_TO_VERIFY_LEAF_SIGNATURE; issuer CN=b2b-sidecar simulator CA\)/);
     assert.match(connect.hint!, /set service\.caFile to a PEM file holding the CA that signed it/);
     assert.equal(sim.stats.tokenRequests, 0, 'no credentials were sent');
@@ -190,7 +190,7 @@ describe('doctor: connect step', () => {
     const sim = await startSim(t, { tls: agent1 });
     const out = await doctor({ config: configFile({ baseUrl: sim.url.replace('127.0.0.1', 'localhost'), caFile: agent1CaFile }), json: true });
     assert.equal(out.code, 1);
-    const connect = out.steps[1]!;
+    const connect = out.steps.find((s) => s.step === 'connect')!;
     assert.match(connect.detail, /chain trusted \(system roots \+ service\.caFile .*\), but the certificate does not cover localhost \(it names agent1\)/);
     assert.match(connect.hint!, /use a host the certificate names in service\.baseUrl \(agent1\)/);
   });
@@ -244,7 +244,7 @@ describe('doctor: gentoken step', () => {
     const sim = await startSim(t);
     const out = await doctor({ config: configFile({ baseUrl: `${sim.url}/api` }), json: true });
     assert.equal(out.code, 1);
-    const gentoken = out.steps[2]!;
+    const gentoken = out.steps.find((s) => s.step === 'gentoken')!;
     assert.equal(gentoken.url, `${sim.url}/api/pub/b2b/v1/auth/gentoken`);
     assert.equal(gentoken.status, 404);
     assert.match(gentoken.hint!, /service\.baseUrl must be the API root, without \/pub\/b2b\/v1/);
@@ -294,7 +294,7 @@ describe('doctor: gentoken step', () => {
     t.after(() => server.close());
     const out = await doctor({ config: configFile({ baseUrl: server.url }), json: true });
     assert.equal(out.code, 1);
-    const gentoken = out.steps[2]!;
+    const gentoken = out.steps.find((s) => s.step === 'gentoken')!;
     assert.equal(gentoken.status, 307);
     assert.match(gentoken.detail, /→ 307 redirect to https:\/\/elsewhere\.example\/api\/pub\/b2b\/v1\/auth\/gentoken \(not followed/);
     assert.match(gentoken.hint!, /set service\.baseUrl/);
@@ -401,9 +401,9 @@ describe('doctor through the built CLI', () => {
     const out = await runCli(['doctor', '--config', config, '--probe', '/pub/b2b/v1/objects/1', '--discover-attach', '--discovery-rate', '1000', '--json']);
     assert.equal(out.code, 0, out.stderr);
     const steps = JSON.parse(out.stdout) as DoctorStep[];
-    assert.deepEqual(steps.map((s) => [s.step, s.ok]), [['config', true], ['connect', true], ['gentoken', true], ['probe', false], ['discover-attach', true]]);
-    assert.deepEqual(steps[4]!.accepted, ['X-Auth-Token: {token}']);
-    assert.equal(steps[4]!.result, 'found');
+    assert.deepEqual(steps.map((s) => [s.step, s.ok]), [['config', true], ['listen', true], ['connect', true], ['gentoken', true], ['probe', false], ['discover-attach', true]]);
+    assert.deepEqual(steps[5]!.accepted, ['X-Auth-Token: {token}']);
+    assert.equal(steps[5]!.result, 'found');
     assertNoSecrets(out.stdout + out.stderr);
 
     const usage = await runCli(['doctor', '--config', config, '--discover-attach']);
