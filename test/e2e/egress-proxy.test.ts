@@ -185,6 +185,33 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
     }
   });
 
+  for (const engine of ENGINES) {
+    it(`${engine}: the /l10n route reaches the localization server through localization.proxy, the service directly`, async () => {
+      const tls = await testTls();
+      const l10n = createLocalizationSimulator({ tls, token: 'wlu_route7oken1a2b3c4d' });
+      const { url } = await l10n.start();
+      const before = open.connects();
+      const s = await startSidecar({
+        baseUrl: sim.baseUrl, engine,
+        overrides: { service: { proxy: 'none' }, localization: { baseUrl: url, caFile: tls.caFile, token: 'wlu_route7oken1a2b3c4d', proxy: open.url } },
+        env: { HTTPS_PROXY: 'http://127.0.0.1:9' }, // 'none' wins over the environment for the service
+      });
+      try {
+        await waitReady(s);
+        const answer = await send(s.port, { path: '/l10n/api/translations/demo/web/en/' });
+        assert.equal(answer.status, 200, answer.body.toString());
+        assert.equal(answer.json<{ language_code: string }>().language_code, 'en');
+        assert.deepEqual(open.connects().slice(before.length), [hostPort(url)]);
+        assert.equal((await send(s.port, { path: '/pub/b2b/v1/echo' })).status, 200);
+        const started = s.log.lines().find((l) => l.message === 'sidecar started');
+        assert.deepEqual(started?.egress, { service: 'direct (service.proxy is none)', localization: `via proxy ${open.url} (localization.proxy)` });
+      } finally {
+        await s.stop();
+        await l10n.stop();
+      }
+    });
+  }
+
   it('a proxied request whose tunnel fails gets a 502 naming the proxy, and the failure is counted', async () => {
     const s = await startSidecar({ baseUrl: sim.baseUrl, overrides: { service: { proxy: open.url } } });
     try {
