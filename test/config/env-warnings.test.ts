@@ -4,7 +4,7 @@ import { checkConfigCommand } from '../../src/commands/check-config.js';
 import { editDistance, unknownEnvWarnings } from '../../src/config/env-warnings.js';
 import { captureIo } from '../helpers/command-io.js';
 
-describe('unknown B2B_* environment variables (issue 13 §6)', () => {
+describe('unknown B2B_* environment variables', () => {
   it('computes the Levenshtein distance', () => {
     // The textbook pair (Levenshtein 1966; e.g. Wikipedia's "kitten" → "sitting" example): 3.
     assert.equal(editDistance('kitten', 'sitting'), 3);

@@ -227,7 +227,7 @@ describe('loadConfig: environment', () => {
   });
 });
 
-describe('loadConfig: messages an operator can act on (issue 13 §6)', () => {
+describe('loadConfig: messages an operator can act on', () => {
   it('an unquoted all-digit password gets "quote it", never the value', async () => {
     const problems = await problemsOf(loadConfig(file('c.yaml', YAML_CONFIG.replace('password: file-password', 'password: 0042424242')), {}));
     assert.deepEqual(problems, ['credentials.password (B2B_PASSWORD): must be text, but YAML read an unquoted number here (leading zeros are lost): quote it, e.g. "012345"']);

@@ -119,7 +119,7 @@ describe('dashboard and alert rules', () => {
     }
   });
 
-  it('selects no scrape job by name, so the alerts work under any job (issue 13: kubernetes-pods, ServiceMonitor jobs)', () => {
+  it('selects no scrape job by name, so the alerts work under any job (kubernetes-pods, ServiceMonitor jobs)', () => {
     for (const rule of allRules) assert.doesNotMatch(rule.expr, /\bjob\s*=~?\s*"/, rule.alert ?? rule.record);
   });
 

@@ -250,7 +250,7 @@ describe('doctor: gentoken step', () => {
     assert.match(gentoken.hint!, /service\.baseUrl must be the API root, without \/pub\/b2b\/v1/);
   });
 
-  // Called directly: check-config is to refuse such a baseUrl (issue 13 §2), so the doctor command
+  // Called directly: check-config is to refuse such a baseUrl, so the doctor command
   // would stop at step 1; the gentoken step must still explain what the doubled path causes.
   async function gentokenStep(t: TestContext, url: string) {
     const baseUrl = `${url}/pub/b2b/v1`;

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { describe, it } from 'node:test';
 import { send, startSidecar, startSimulator, waitReady } from '../helpers/stack.js';
 
-// The one test that runs on real time: renewal under real traffic, end to end, as issue 2 asks.
+// The one test that runs on real time: renewal under real traffic, end to end.
 describe('continuous traffic across token renewals', () => {
   it('serves 10 s of traffic with a 2 s token lifetime: zero failures, no expired token presented', async () => {
     const sim = await startSimulator({ ttlSeconds: 2 });

@@ -11,7 +11,7 @@ const BUNDLE_RUN = fileURLToPath(new URL('../../dist/lib/bundle/', import.meta.u
 
 /**
  * What the `run` path loads, checked on the built bundle. Each of these once cost start-up time
- * and resident memory (issue 7, bench/results/findings.md); a casual `import 'undici'` or
+ * and resident memory (bench/results/findings.md); a casual `import 'undici'` or
  * `import express` would bring them back without failing any behaviour test.
  */
 // These run dist/: fail fast, with the reason, when it is older than src/.

@@ -18,7 +18,7 @@ import { ENGINES, startSidecar, startSimulator, waitReady, type Engine, type Run
 
 const CLIENTS = fileURLToPath(new URL('../clients/', import.meta.url));
 const BODY = `a=1&b=2&text=${'x'.repeat(4000)}`;
-const STREAMED_NOTE = ' — needs the streamed-upload replay (issue 12 §2)';
+const STREAMED_NOTE = ' — needs the streamed-upload replay';
 const stacksRan = new Set<string>();
 
 interface Outcome { case: string; status?: number; bodyBytes?: number | null; version?: string; error?: string }

@@ -12,7 +12,7 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const COMMANDER_CLI = join(ROOT, 'dist/lib/bundle/cli.js');
 
 /**
- * The plain `run` fast path (issue 14): dist/cli.js loads dist/lib/bundle/run.cjs with its V8 code cache
+ * The plain `run` fast path: dist/cli.js loads dist/lib/bundle/run.cjs with its V8 code cache
  * instead of the ESM bundle with commander. It must behave exactly as the commander path, and a
  * missing, corrupt or stale cache must only cost time.
  */

@@ -33,7 +33,7 @@ function configWarningLines(log: ReturnType<typeof createCaptureLogger>): string
   return log.lines().filter((l) => l.level === 'warn' && l.message !== 'token request failed').map((l) => String(l.message));
 }
 
-describe('start-up log (issue 13 §2, §3)', () => {
+describe('start-up log', () => {
   it('"sidecar started" prints the gentoken URL (baseUrl with its path), never a credential', async () => {
     const log = await startedLog({});
     const started = log.lines().find((l) => l.message === 'sidecar started');

@@ -97,7 +97,7 @@ describe('localization route on the proxy listener', () => {
   });
 });
 
-/** Weblate-style redirects through `/l10n`, on both engines (issue 12: the client used to land on the B2B route). */
+/** Weblate-style redirects through `/l10n`, on both engines (the client used to land on the B2B route). */
 for (const engine of ENGINES) {
   describe(`localization route redirects (${engine})`, () => {
     it('follows a trailing-slash 301 of the simulator back under the prefix', async () => {

@@ -5,12 +5,12 @@ import { rawExchange, statuses } from '../helpers/raw-client.js';
 import { ENGINES, startSidecar, waitReady, type RunningSidecar } from '../helpers/stack.js';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.js';
 
-/** Regression tests for the listener findings of issue 12 §3 (docs/traps.md T23, T30, T32). */
+/** Regression tests for the listener findings (docs/traps.md T23, T30, T32). */
 
 interface Received { method: string; url: string; headers: IncomingMessage['headers']; body: string }
 
 for (const engine of ENGINES) {
-  describe(`listener findings of issue 12 (engine ${engine})`, () => {
+  describe(`listener findings (engine ${engine})`, () => {
     let up: TestUpstream;
     let s: RunningSidecar;
     const received: Received[] = [];

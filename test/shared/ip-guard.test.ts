@@ -70,7 +70,7 @@ describe('source guard', () => {
   });
 });
 
-describe('IPv4-mapped entries (issue 13 §3)', () => {
+describe('IPv4-mapped entries', () => {
   // Cases from jshttp/proxy-addr test/test.js, "when IPv4-mapped IPv6 addresses" (commit
   // 07d164104035ff1f85fe4ae28b8a9693148ab9e8); host bits cleared (::ffff:a00:2/122 → ::ffff:a00:0/122)
   // because entries are parsed strictly here (docs/traps.md T19).
@@ -97,7 +97,7 @@ describe('IPv4-mapped entries (issue 13 §3)', () => {
   });
 });
 
-describe('coversEveryone (issue 13 §3)', () => {
+describe('coversEveryone', () => {
   const wide = (entry: string) => coversEveryone(parseStrictCidr(entry) as Exclude<ReturnType<typeof parseStrictCidr>, string>);
   for (const entry of ['0.0.0.0/0', '::/0', '::ffff:0:0/96', '0.0.0.0/7', '8.0.0.0/7', '::ffff:0.0.0.0/100', '::/80', '2000::/3', 'fd00::/8']) {
     it(`${entry} covers everyone`, () => assert.equal(wide(entry), true));

@@ -86,7 +86,7 @@ describe('trusted CAs', () => {
     assert.throws(() => loadTrustedCas(file), /no PEM certificate/);
   });
 
-  it('parses every PEM block: armour around a key, garbage or a second bad block is refused (issue 13 §2)', async () => {
+  it('parses every PEM block: armour around a key, garbage or a second bad block is refused', async () => {
     const tls = await testTls();
     assert.equal(pemCertificatesProblem(tls.caPem), undefined);
     // The system roots (Node's own bundle, Mozilla's CA list) as one bundle file: every one parses.
