@@ -212,8 +212,9 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
     });
   }
 
-  it('a proxied request whose tunnel fails gets a 502 naming the proxy, and the failure is counted', async () => {
-    const s = await startSidecar({ baseUrl: sim.baseUrl, overrides: { service: { proxy: open.url } } });
+  for (const engine of ENGINES) {
+  it(`${engine}: a proxied request whose tunnel fails gets a 502 naming the proxy, and the failure is counted`, async () => {
+    const s = await startSidecar({ baseUrl: sim.baseUrl, engine, overrides: { service: { proxy: open.url } } });
     try {
       await waitReady(s);
       // The proxy goes away: new connections cannot be tunnelled.
@@ -229,4 +230,5 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
       open = await startTinyproxy();
     }
   });
+  }
 });
