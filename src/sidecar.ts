@@ -206,7 +206,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   async function reloadCredentials() {
     localization?.reload();
     if (!service) return;
-    await service.egress.reload(); // never rejects: a refused file keeps the current values
+    // Beside the credential re-read, not before it: a hung proxy or certificate file must not hold it back.
+    const egressReload = service.egress.reload(); // never rejects: a refused file keeps the current values
     try {
       if (await service.credentials.reload()) {
         logger.info('credentials changed; obtaining a token with the new ones');
@@ -215,6 +216,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     } catch (err) {
       logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
     }
+    await egressReload;
   }
 
   function drain() {

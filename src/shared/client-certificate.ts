@@ -1,4 +1,5 @@
 import { createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
+import { createSecureContext } from 'node:tls';
 import { FileRefusedError, MAX_PEM_FILE_BYTES, MAX_SECRET_FILE_BYTES, readBoundedFile, readBoundedFileSync } from './bounded-file.js';
 import { pemCertificatesProblem } from './tls.js';
 
@@ -68,7 +69,12 @@ export function checkClientCertificate(files: ClientCertificateFiles, text: { ce
   const { key: prefix } = files;
   const certProblem = pemCertificatesProblem(text.cert);
   if (certProblem) throw new Error(`${prefix}.certFile ${files.certFile} ${certProblem}`);
-  const leaf = new X509Certificate(text.cert);
+  let leaf: X509Certificate;
+  try {
+    leaf = new X509Certificate(text.cert);
+  } catch (err) {
+    throw new Error(`${prefix}.certFile ${files.certFile} cannot be parsed (${(err as Error).message})`);
+  }
   if (!PEM_PRIVATE_KEY.test(text.key)) throw new Error(`${prefix}.keyFile ${files.keyFile} holds no PEM private key (-----BEGIN PRIVATE KEY----- ...)`);
   // A passphrase file ends with a newline more often than not; the passphrase does not.
   const passphrase = text.passphrase?.replace(/\r?\n$/, '');
@@ -86,6 +92,13 @@ export function checkClientCertificate(files: ClientCertificateFiles, text: { ce
   }
   if (!leaf.checkPrivateKey(keyObject)) {
     throw new Error(`${prefix}.keyFile ${files.keyFile} does not match the certificate in ${prefix}.certFile ${files.certFile}`);
+  }
+  try {
+    // What the handshake will build: catches what the checks above do not see (a cut-off
+    // intermediate after a complete leaf), before it replaces a working pair.
+    createSecureContext({ cert: text.cert, key: text.key, ...(passphrase !== undefined ? { passphrase } : {}) });
+  } catch (err) {
+    throw new Error(`${prefix}.certFile ${files.certFile} cannot be used with its key (${(err as Error).message})`);
   }
   const notAfter = new Date(leaf.validTo);
   if (notAfter.getTime() <= now.getTime()) {

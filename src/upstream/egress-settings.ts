@@ -63,11 +63,20 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
   let certificate = files ? await loadClientCertificate(files, now()) : undefined;
   if (certificate?.passphrase) secrets.add(certificate.passphrase);
 
+  const lastLogged = new Map<TunnelFailure, number>();
   const egress = createEgress({
     route, ca: deps.ca, proxy,
     proxyAuth: () => auth,
     clientCertificate: () => certificate,
-    ...(deps.onTunnelFailure ? { onTunnelFailure: deps.onTunnelFailure } : {}),
+    onTunnelFailure: (reason, message) => {
+      deps.onTunnelFailure?.(reason);
+      // The proxy's failures reach clients only as a 502/504: say them in the log, once a minute per reason.
+      const now = Date.now();
+      if ((lastLogged.get(reason) ?? -Infinity) + 60_000 <= now) {
+        lastLogged.set(reason, now);
+        logger?.warn('egress proxy failed', { route, reason, detail: message });
+      }
+    },
   });
 
   let running: Promise<void> | undefined;
@@ -87,7 +96,8 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
       try {
         const next = await loadClientCertificate(files, now());
         if (next.passphrase) secrets.add(next.passphrase);
-        if (next.fingerprint !== certificate?.fingerprint) {
+        // Any changed byte counts: a new intermediate under the same leaf, or a file finished after a cut-off write.
+        if (!certificate || next.certPem !== certificate.certPem || next.keyPem !== certificate.keyPem || next.passphrase !== certificate.passphrase) {
           logger?.info('client certificate changed; new connections present it', { key: `${route}.certFile`, subject: next.subject, notAfter: next.notAfter.toISOString() });
           certificate = next;
         }

@@ -39,7 +39,7 @@ export interface EgressOptions {
   clientCertificate?: () => ClientCertificatePem | undefined;
   /** Deadline for the proxy to accept and answer the CONNECT (undici's connect timeout is 10 s too). */
   tunnelTimeoutMs?: number;
-  onTunnelFailure?: (reason: TunnelFailure) => void;
+  onTunnelFailure?: (reason: TunnelFailure, message: string) => void;
 }
 
 export function createEgress(options: EgressOptions): Egress {
@@ -55,7 +55,7 @@ export function createEgress(options: EgressOptions): Egress {
     tunnel(host, port) {
       if (!proxy) return Promise.reject(new Error('no egress proxy'));
       return openTunnel(proxy, auth(), host, port, options.tunnelTimeoutMs ?? 10_000).catch((err: unknown) => {
-        if (err instanceof EgressProxyError) options.onTunnelFailure?.(err.reason);
+        if (err instanceof EgressProxyError) options.onTunnelFailure?.(err.reason, err.message);
         throw err;
       });
     },
@@ -90,7 +90,16 @@ export function undiciConnect(egress: Egress | undefined, ca: TrustedCas | undef
     if (!egress.proxy) return connect(opts, callback);
     const port = Number(opts.port) || (opts.protocol === 'http:' ? 80 : 443);
     egress.tunnel(opts.hostname.replace(/^\[|\]$/g, ''), port).then(
-      (socket) => (opts.protocol === 'https:' ? connect({ ...opts, httpSocket: socket }, callback) : callback(null, socket)),
+      (socket) => {
+        try {
+          if (opts.protocol === 'https:') connect({ ...opts, httpSocket: socket }, callback);
+          else callback(null, socket);
+        } catch (err) {
+          // A throw here would be an unhandled rejection and leave undici waiting: fail this connect.
+          socket.destroy();
+          callback(err as Error, null);
+        }
+      },
       (err: Error) => callback(err, null),
     );
   };

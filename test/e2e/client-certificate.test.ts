@@ -78,6 +78,11 @@ describe('client certificates against nginx with ssl_verify_client on', () => {
     const mismatched = await runCli(['check-config', '--config', await config(`  certFile: ${file('one.pem', one.certPem)}\n  keyFile: ${file('two.key', two.keyPem)}\n`)]);
     assert.equal(mismatched.code, 2);
     assert.match(mismatched.stderr + mismatched.stdout, /service\.keyFile.*two\.key does not match the certificate in service\.certFile .*one\.pem/);
+    // A complete leaf followed by a cut-off intermediate: refused now, not at the first handshake.
+    const cut = `${one.certPem}${ca.caPem.slice(0, 300)}\n`;
+    const truncated = await runCli(['check-config', '--config', await config(`  certFile: ${file('cut.pem', cut)}\n  keyFile: ${file('one.key', one.keyPem)}\n`)]);
+    assert.equal(truncated.code, 2, truncated.stdout + truncated.stderr);
+    assert.match(truncated.stderr + truncated.stdout, /service\.certFile.*cut\.pem/);
     const expired = await ca.issue('client-old', [-30, -1]);
     const old = await runCli(['check-config', '--config', await config(pair(expired))]);
     assert.equal(old.code, 2);

@@ -223,6 +223,7 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
       const second = await send(s.port, { path: '/pub/b2b/v1/echo' });
       outputs.push(s.log.text());
       assert.equal(second.status, 502);
+      assert.ok(s.log.lines().some((l) => l.message === 'egress proxy failed' && l.route === 'service'), 'the proxy failure is logged');
       assert.match(second.json<{ message: string }>().message, /the egress proxy http:\/\/127\.0\.0\.1:\d+ \(service\.proxy\) (is unreachable|closed)/);
       assert.match(await s.sidecar.registry.metrics(), /^b2b_sidecar_egress_proxy_failures_total\{route="service",reason="(unreachable|closed)"\} [1-9]/m);
     } finally {
