@@ -27,10 +27,7 @@ export async function startTinyproxy(options: { auth?: { user: string; password:
   if (!existsSync(TINYPROXY)) throw new Error(`${TINYPROXY} is missing: apt-get install tinyproxy (.ci/run does)`);
   const dir = mkdtempSync(join(tmpdir(), 'b2b-tinyproxy-'));
   const logFile = join(dir, 'tinyproxy.log');
-  for (let attempt = 0; ; attempt++) {
-    // tinyproxy binds its own port: take a free one and hand it over (a race another test could
-    // win, so a failed bind is retried on another port).
-    const port = await freePort();
+  return startOnFreePort('tinyproxy', dir, (port) => {
     writeFileSync(join(dir, 'tinyproxy.conf'), [
       `Port ${port}`, 'Listen 127.0.0.1', 'Timeout 30', `LogFile "${logFile}"`, 'LogLevel Connect', 'MaxClients 64', 'Allow 127.0.0.1',
       ...(options.connectPorts ?? []).map((p) => `ConnectPort ${p}`),
@@ -38,27 +35,8 @@ export async function startTinyproxy(options: { auth?: { user: string; password:
       '',
     ].join('\n'));
     writeFileSync(logFile, '');
-    const child: ChildProcess = spawn(TINYPROXY, ['-d', '-c', join(dir, 'tinyproxy.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<void>((r) => child.once('exit', () => r()));
-    if (await listening(port, child)) {
-      return {
-        url: `http://127.0.0.1:${port}`,
-        port,
-        log: () => readFileSync(logFile, 'utf8'),
-        connects: () => [...readFileSync(logFile, 'utf8').matchAll(/Request \(file descriptor \d+\): CONNECT (\S+) HTTP/g)].map((m) => m[1]!),
-        async stop() {
-          child.kill('SIGTERM');
-          await exited;
-          rmSync(dir, { recursive: true, force: true });
-        },
-      };
-    }
-    child.kill('SIGKILL');
-    await exited;
-    if (attempt === 3) throw new Error(`tinyproxy did not start: ${stderr}${readFileSync(logFile, 'utf8')}`);
-  }
+    return spawn(TINYPROXY, ['-d', '-c', join(dir, 'tinyproxy.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  }, () => readFileSync(logFile, 'utf8'), /Request \(file descriptor \d+\): CONNECT (\S+) HTTP/g);
 }
 
 async function freePort(): Promise<number> {
@@ -99,26 +77,35 @@ export async function startSquid(auth: { user: string; password: string }): Prom
   const hash = spawnSync('openssl', ['passwd', '-apr1', auth.password], { encoding: 'utf8' }).stdout.trim();
   writeFileSync(passwd, `${auth.user}:${hash}\n`, { mode: 0o644 });
   const accessLog = join(dir, 'access.log');
-  for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
+  // Squid writes a CONNECT line when the tunnel ends: "... TCP_TUNNEL/200 ... CONNECT host:port user ...".
+  return startOnFreePort('squid', dir, (port) => {
     writeFileSync(join(dir, 'squid.conf'), [
       `http_port 127.0.0.1:${port}`, `pid_filename ${dir}/squid.pid`, `cache_log ${dir}/cache.log`, `access_log ${accessLog}`,
       'cache deny all', 'shutdown_lifetime 0 seconds',
       `auth_param basic program /usr/lib/squid/basic_ncsa_auth ${passwd}`, 'auth_param basic realm corp-proxy',
       'acl authed proxy_auth REQUIRED', 'http_access deny !authed', 'http_access allow authed', '',
     ].join('\n'));
-    const child: ChildProcess = spawn(SQUID, ['-N', '-f', join(dir, 'squid.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    return spawn(SQUID, ['-N', '-f', join(dir, 'squid.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  }, () => (existsSync(accessLog) ? readFileSync(accessLog, 'utf8') : ''), / CONNECT (\S+) /g);
+}
+
+/**
+ * Runs a proxy that binds its own port: a free one is taken and handed over (a race another
+ * test could win, so a failed start is retried on another port, four times in all).
+ */
+async function startOnFreePort(name: string, dir: string, start: (port: number) => ChildProcess, log: () => string, connect: RegExp): Promise<RealProxy> {
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const child = start(port);
     let stderr = '';
     child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<void>((r) => child.once('exit', () => r()));
     if (await listening(port, child)) {
-      const read = () => (existsSync(accessLog) ? readFileSync(accessLog, 'utf8') : '');
       return {
         url: `http://127.0.0.1:${port}`,
         port,
-        log: read,
-        // Squid writes a CONNECT line when the tunnel ends: "... TCP_TUNNEL/200 ... CONNECT host:port user ...".
-        connects: () => [...read().matchAll(/ CONNECT (\S+) /g)].map((m) => m[1]!),
+        log,
+        connects: () => [...log().matchAll(connect)].map((m) => m[1]!),
         async stop() {
           child.kill('SIGTERM');
           await exited;
@@ -128,6 +115,6 @@ export async function startSquid(auth: { user: string; password: string }): Prom
     }
     child.kill('SIGKILL');
     await exited;
-    if (attempt === 3) throw new Error(`squid did not start: ${stderr}`);
+    if (attempt === 3) throw new Error(`${name} did not start: ${stderr}${log()}`);
   }
 }
