@@ -95,6 +95,8 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
           // serverMessage's fallback names 401; a 403 without a message says so instead.
           throw new TokenRefusedError(message.startsWith('HTTP 401') ? 'no message' : message);
         }
+        // A 400 may be a TLS front's page about the client certificate (mutual TLS): read it to tell.
+        if (res.status === 400) throw clientCertificateFailure(await readBody(res).catch(() => '')) ?? statusFailure(400, undefined);
         res.body.destroy();
         if (res.status >= 300 && res.status < 400) {
           const location = redirectTarget(res.headers.location, url);
@@ -214,6 +216,25 @@ function statusFailure(status: number, retryAfterHeader: string | string[] | und
     });
   }
   return new TokenRequestError(`auth server answered HTTP ${status}`, { upstreamStatus: status, kind: status >= 500 ? 'server_error' : 'http' });
+}
+
+/**
+ * The pages a TLS front answers with HTTP 400 when mutual TLS fails after the handshake: nginx
+ * with `ssl_verify_client on` finishes the handshake without a (valid) client certificate and
+ * answers 400 with one of these titles (its 496 and 495 pages). Without this the operator sees only
+ * "answered HTTP 400", and nothing at run time mentions the certificate.
+ */
+const CLIENT_CERTIFICATE_PAGES: ReadonlyArray<[RegExp, string]> = [
+  [/No required SSL certificate was sent/i,
+    'auth server answered HTTP 400: it requires a client certificate (mutual TLS) and none was presented ("No required SSL certificate was sent"); set service.certFile and service.keyFile'],
+  [/The SSL certificate error/i,
+    'auth server answered HTTP 400: it did not accept the client certificate presented ("The SSL certificate error": another CA, expired or revoked); check service.certFile with the vendor'],
+];
+
+/** A 400 that names the client certificate, as a TokenRequestError of kind `http` saying so; otherwise undefined. */
+function clientCertificateFailure(body: string): TokenRequestError | undefined {
+  const found = CLIENT_CERTIFICATE_PAGES.find(([page]) => page.test(body));
+  return found && new TokenRequestError(found[1], { upstreamStatus: 400, kind: 'http' });
 }
 
 /** The TLS failure in words: the code, what it means, the certificate's subject and issuer when Node gives them. */

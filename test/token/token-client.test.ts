@@ -263,6 +263,23 @@ describe('token client', () => {
     assert.equal(error.location, `${canary.url}/pub/b2b/v1/auth/gentoken`);
   });
 
+  it('names the client certificate when a 400 is a TLS front\'s mutual-TLS page, and says only the status otherwise', async () => {
+    // nginx 1.22's own pages for its 496 and 495 codes (src/http/ngx_http_special_response.c), sent as 400.
+    const page = (title: string) => `<html>\r\n<head><title>400 ${title}</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>${title}</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`;
+    const none = await exchange({ status: 400, body: page('No required SSL certificate was sent'), headers: { 'Content-Type': 'text/html' } });
+    assert.ok(none.error instanceof TokenRequestError);
+    assert.equal(none.error.kind, 'http');
+    assert.equal(none.error.upstreamStatus, 400);
+    assert.match(none.error.message, /^auth server answered HTTP 400: it requires a client certificate \(mutual TLS\) and none was presented .*set service\.certFile and service\.keyFile$/);
+    const rejected = await exchange({ status: 400, body: page('The SSL certificate error'), headers: { 'Content-Type': 'text/html' } });
+    assert.ok(rejected.error instanceof TokenRequestError);
+    assert.match(rejected.error.message, /^auth server answered HTTP 400: it did not accept the client certificate presented/);
+    const plain = await exchange({ status: 400, body: { message: 'bad request' } });
+    assert.ok(plain.error instanceof TokenRequestError);
+    assert.equal(plain.error.message, 'auth server answered HTTP 400');
+    assert.equal(plain.error.kind, 'http');
+  });
+
   it('tells a redirect target without its query (relative ones resolved) and the status of other answers', async () => {
     const relative = await exchange({ status: 302, headers: { location: '/v2/auth/gentoken?sig=abc' } });
     assert.ok(relative.error instanceof TokenRequestError);
