@@ -116,6 +116,17 @@ describe('operator documentation kept true by the code', () => {
     assert.deepEqual(missing, [], 'these quoted texts are not in src/: fix the quote or the code');
   });
 
+  it('troubleshooting.md and runbook.md name only configuration keys that exist', () => {
+    // The README's configuration table is generated from the schema (test/config/readme-table.test.ts).
+    const keys = new Set([...read('README.md').matchAll(/^\| `([a-zA-Z]+\.[a-zA-Z.]+)` \|/gm)].map((m) => m[1]!));
+    assert.ok(keys.size > 40, `only ${keys.size} keys found in the README table`);
+    const named = ['docs/troubleshooting.md', 'docs/runbook.md'].flatMap((file) => codeSpans(read(file))
+      .flatMap((span) => span.match(/\b(?:service|credentials|token|proxy|guard|admin|listen|log|shutdown|localization|upstream)\.[a-zA-Z]+\b/g) ?? [])
+      .map((key) => [file, key] as const));
+    assert.ok(named.length > 20, 'the extraction found the keys');
+    assert.deepEqual(named.filter(([, key]) => !keys.has(key)).map(([file, key]) => `${file}: ${key}`), []);
+  });
+
   it('every alert links its own runbook section, and every runbook section is an alert', () => {
     const rules = (parse(read('deploy/prometheus/alerts.yaml')) as { groups: Array<{ rules: Array<{ alert?: string; annotations?: Record<string, string> }> }> })
       .groups.flatMap((g) => g.rules).filter((r) => r.alert);
