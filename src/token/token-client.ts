@@ -207,6 +207,14 @@ const TLS_MEANING: Readonly<Record<string, string>> = {
   ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate is not issued for this host name',
 };
 
+/**
+ * A handshake_failure alert from the server is its verdict on this client (most often: it requires
+ * a client certificate and none was presented, under TLS 1.2), not ours on its certificate, so
+ * service.caFile is not the fix. (Under TLS 1.3 the server refuses after the handshake and the
+ * connection just closes.)
+ */
+const SERVER_REFUSED_HANDSHAKE: ReadonlySet<string> = new Set(['ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE']);
+
 /** One gentoken answer other than 200/401/403/3xx, classified; 429 and 503 carry their Retry-After. */
 function statusFailure(status: number, retryAfterHeader: string | string[] | undefined): TokenRequestError {
   const retryAfter = Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader;
@@ -239,6 +247,9 @@ function clientCertificateFailure(body: string): TokenRequestError | undefined {
 
 /** The TLS failure in words: the code, what it means, the certificate's subject and issuer when Node gives them. */
 function tlsMessage(code: string, err: unknown): string {
+  if (SERVER_REFUSED_HANDSHAKE.has(code)) {
+    return `TLS: ${code}: the server refused the handshake: it may require a client certificate (mutual TLS: set service.certFile and service.keyFile) or accept none of this client's TLS versions and ciphers`;
+  }
   const cert = (err as { cert?: { subject?: Record<string, unknown>; issuer?: Record<string, unknown> } }).cert;
   const name = (dn: Record<string, unknown> | undefined) => (dn && typeof dn.CN === 'string' ? `CN=${dn.CN.slice(0, 100)}` : undefined);
   const subject = name(cert?.subject);

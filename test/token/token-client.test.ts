@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
@@ -8,6 +9,7 @@ import { loadTrustedCas } from '../../src/shared/tls.js';
 import { generateTlsMaterial } from '../../src/simulator/certs.js';
 import { ok, startGentokenServer, type Reply } from '../helpers/gentoken-server.js';
 import { testTls } from '../helpers/tls.js';
+import { createClientCa } from '../helpers/client-certs.js';
 
 const creds: Credentials = { apiKey: 'key-ABCDEF123456', password: 'pw-s3cret-!"\\-value', version: 1 };
 
@@ -167,6 +169,28 @@ describe('token client', () => {
     assert.ok(error instanceof TokenRequestError);
     assert.equal(error.kind, 'tls');
     assert.match(error.message, /^TLS: ERR_TLS_CERT_ALTNAME_INVALID: the server certificate is not issued for this host name .*; check service\.caFile$/);
+  });
+
+  it('names a possible missing client certificate when the server ends a TLS 1.2 handshake with handshake_failure, not service.caFile', async () => {
+    // Node's own TLS server requiring a client certificate under TLS 1.2, as Java, Go or Envoy fronts
+    // do: they refuse in the handshake instead of with nginx's 400 page.
+    const tls = await testTls();
+    const clientCa = await createClientCa();
+    const server = createHttpsServer({ key: tls.keyPem, cert: tls.certPem, ca: clientCa.caPem, requestCert: true, rejectUnauthorized: true, maxVersion: 'TLSv1.2' }, (_req, res) => res.end('{}'));
+    server.on('tlsClientError', () => { /* expected: the client presented no certificate */ });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = createTokenClient({ baseUrl: `https://localhost:${(server.address() as AddressInfo).port}`, ca: loadTrustedCas(tls.caFile), timeoutMs: 5000 });
+    try {
+      const error = await client.requestToken(creds).catch((e: unknown) => e);
+      assert.ok(error instanceof TokenRequestError);
+      assert.equal(error.kind, 'tls');
+      assert.match(error.message, /^TLS: ERR_SSL_\S+_ALERT_HANDSHAKE_FAILURE: the server refused the handshake: it may require a client certificate \(mutual TLS: set service\.certFile and service\.keyFile\)/);
+      assert.doesNotMatch(error.message, /caFile/);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 
   it('classifies a 403 as refused, with the server message scrubbed of the credentials', async () => {
