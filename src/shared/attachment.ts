@@ -2,7 +2,7 @@
  * The ways a credential can be attached to a proxied request (`token.attach[].in`). The one list
  * every part builds on: the config schema's union, the proxy's `compileAttachments` and the
  * config checks all switch over it with an exhaustive `never` default, so adding a kind here is a
- * compile error at each place that must learn to handle it (docs/architecture.md, "Add an
+ * compile error at each place that must learn to handle it (docs/architecture.md, "An
  * attachment kind").
  */
 export const ATTACHMENT_KINDS = ['header', 'query', 'cookie'] as const;

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { envBindings } from '../../src/config/walk.js';
 import { sidecarMessages } from './messages.js';
 
 const ROOT = new URL('../../', import.meta.url);
@@ -46,6 +47,12 @@ function sourceText(): string {
   return parts.join('\n').replace(/\\(['"`\\])/g, '$1');
 }
 
+/** The test helpers the guide names, as one text. */
+function helperText(): string {
+  const dir = new URL('test/helpers/', ROOT);
+  return readdirSync(dir).filter((f) => f.endsWith('.ts')).map((f) => readFileSync(new URL(f, dir), 'utf8')).join('\n');
+}
+
 /** Inline code spans of a Markdown text (they may wrap over a line break). */
 function codeSpans(md: string): string[] {
   return [...md.replace(/^```[\s\S]*?^```$/gm, '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\s*\n\s*/g, ' '));
@@ -73,10 +80,12 @@ function messageParts(span: string): string[] {
 }
 
 /** Code spans that are HTTP header names, not types. */
-const HEADER_NAMES = new Set(['Connection', 'Expect', 'Trailer', 'Host', 'Location', 'Authorization', 'ApiKey']);
+const HEADER_NAMES = new Set(['Connection', 'Expect', 'Trailer', 'Host', 'Location', 'Authorization', 'ApiKey', 'Allow']);
+/** Names the guide uses that belong to TypeScript or PromQL, not to the code: `Pick`, `rate()`. */
+const NOT_OURS = new Set(['Pick', 'rate']);
 
 describe('the engineer\'s guide (docs/architecture.md) kept true by the code', () => {
-  it('names only functions, classes and types that src/ exports, and only files that exist', () => {
+  it('names only functions, classes and types that src/ exports, identifiers that exist, and files that exist', () => {
     const guide = read('docs/architecture.md');
     const { names, files } = sourceApi();
     const code = [...guide.matchAll(/`([^`\n]+)`/g)].map((m) => m[1]!);
@@ -84,15 +93,41 @@ describe('the engineer\'s guide (docs/architecture.md) kept true by the code', (
     const called = code.map((c) => /^(?:new )?([A-Za-z_$][\w$]*)\(/.exec(c)?.[1]).filter((n): n is string => n !== undefined);
     // Capitalised bare names are types or classes: `TrustedCas`, `Metrics`.
     const types = code.filter((c) => /^[A-Z][A-Za-z]+$/.test(c) && !HEADER_NAMES.has(c));
-    const missing = [...new Set([...called, ...types])].filter((n) => !names.has(n));
-    assert.deepEqual(missing, [], 'docs/architecture.md names these, which no file in src/ exports');
-    const named = [...new Set(code.flatMap((c) => c.match(/[\w./-]+\.ts\b/g) ?? []))];
+    // Exported, or defined in a file the guide sends the reader to (`env(...)` in schema.ts, `configOption()`).
+    const source = `${sourceText()}\n${helperText()}`;
+    const defined = new Set([...source.matchAll(/\b(?:function\*?|const|let|class|interface|type)\s+(\w+)/g)].map((m) => m[1]!));
+    const missing = [...new Set([...called, ...types])].filter((n) => !names.has(n) && !defined.has(n) && !NOT_OURS.has(n));
+    assert.deepEqual(missing, [], 'docs/architecture.md names these, which no file in src/ exports or defines');
+    // Other bare identifiers (`tokenManagerOptions`, `onBodySent`, `CONTROL_ROUTES`, `B2B_LISTEN_PORT`)
+    // are found as a word in src/ or test/helpers/.
+    const identifiers = [...new Set(code.filter((c) => /^(?:[a-z]+[A-Z][A-Za-z0-9]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)$/.test(c)))];
+    assert.ok(identifiers.length > 15, `only ${identifiers.length} identifiers found: the extraction broke`);
+    assert.deepEqual(identifiers.filter((n) => !new RegExp(`\\b${n}\\b`).test(source)), [], 'docs/architecture.md names these, which appear nowhere in src/');
+    // `<name>` stands for the file a recipe makes; dist/ is what the build makes.
+    const named = [...new Set(code.filter((c) => !c.includes('<')).flatMap((c) => c.match(/[\w./-]+\.(?:ts|mjs|cjs|ya?ml|json|md)\b/g) ?? []))]
+      .filter((f) => !f.startsWith('dist/'));
     assert.ok(named.length > 40, `only ${named.length} file names found: the extraction broke`);
     // A path is looked up as written (from the root, or under src/); a bare name anywhere in src/ or test/helpers/.
     const exists = (f: string) => (f.includes('/')
       ? [f, `src/${f}`].some((p) => existsSync(new URL(p, ROOT)))
-      : files.has(f) || existsSync(new URL(`test/helpers/${f}`, ROOT)) || existsSync(new URL(`test/docs/${f}`, ROOT)));
+      : files.has(f) || existsSync(new URL(`test/helpers/${f}`, ROOT)) || existsSync(new URL(`test/docs/${f}`, ROOT)) || existsSync(new URL(f, ROOT)));
     assert.deepEqual(named.filter((f) => !exists(f) && !/\.d\.ts$/.test(f)), [], 'docs/architecture.md names files that do not exist');
+  });
+
+  it('states the naming rule every environment variable follows, with examples that are real', () => {
+    // B2B_ and the key path in upper snake case; the service and credentials sections left out, localization as L10N.
+    const snake = (s: string) => s.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toUpperCase();
+    const SECTION: Record<string, string> = { service: '', credentials: '', localization: 'L10N' };
+    const byRule = (path: readonly (string | number)[]) => ['B2B', ...path.map((p, i) => (i === 0 && p in SECTION ? SECTION[p as string]! : snake(String(p))))].filter(Boolean).join('_');
+    const bindings = envBindings();
+    assert.ok(bindings.length >= 10, 'the schema\'s x-env annotations were found');
+    assert.deepEqual(bindings.filter((b) => b.env !== byRule(b.path)).map((b) => `${b.path.join('.')}: ${b.env}, the rule gives ${byRule(b.path)}`), [],
+      'rename the variable (keeping the old name would need both) or change the rule in docs/architecture.md and here');
+    const section = read('docs/architecture.md').split('**Environment variable names**')[1]?.split('\n\n')[0] ?? '';
+    const examples = [...section.replace(/\n/g, ' ').matchAll(/`([a-zA-Z.]+)` → `(B2B_[A-Z0-9_]+)`/g)].map((m) => [m[1]!, m[2]!] as const);
+    assert.ok(examples.length >= 4, 'the guide gives examples of the rule');
+    const actual = new Map(bindings.map((b) => [b.path.join('.'), b.env]));
+    for (const [key, env] of examples) assert.equal(actual.get(key), env, `docs/architecture.md: ${key}`);
   });
 });
 
