@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 /**
  * The texts the sidecar itself answers with or reports (error bodies, /readyz and /healthz
  * messages, raw refusals), read from the code so the troubleshooting guide cannot fall behind it:
- * test/docs/troubleshooting.test.ts checks that each one is explained there. The extraction points
+ * test/docs/docs.test.ts checks that each one is explained there. The extraction points
  * are listed here; a new place that writes an error body belongs in this list.
  */
 const SOURCES: ReadonlyArray<{ file: string; returns?: boolean; literals?: RegExp }> = [
