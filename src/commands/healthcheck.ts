@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { connectHost } from '../shared/local-address.js';
 import { loadConfigOrExit } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 
@@ -26,15 +27,7 @@ export async function healthcheckCommand(args: { config?: string }, io: CommandI
   return EXIT_FAILURE;
 }
 
-/**
- * Where to connect for a bind address: a wildcard bind is reached on loopback (a container's
- * HEALTHCHECK runs in the same network namespace), anything else as configured.
- */
-export function connectHost(bind: string): string {
-  if (bind === '0.0.0.0' || bind === '') return '127.0.0.1';
-  if (bind === '::' || bind === '[::]') return '::1';
-  return bind.replace(/^\[(.*)\]$/, '$1');
-}
+export { connectHost };
 
 /** The status of `GET /healthz`, or why there was none. */
 function getStatus(host: string, port: number, timeoutMs: number): Promise<number | string> {

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { Attachment } from '../config/schema.js';
 import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
@@ -63,17 +64,57 @@ export interface DiscoveryOptions {
   /** Waits between requests; injected by tests. */
   sleep?: (ms: number) => Promise<void>;
   maxRequests?: number;
+  /**
+   * The token "the service never issued" for the baseline and the decoys: {@link unknownToken}
+   * of the real one, registered for redaction by the caller like every secret.
+   */
+  decoyToken: string;
+}
+
+/** Why discovery must stop at once: `rate-limited` (429, or any Retry-After) or `locked` (423). */
+export type Halt = 'rate-limited' | 'locked';
+
+/**
+ * A 423 (the key or the resource is locked) or a 429, or any answer with `Retry-After` (a 503
+ * asking to come back later): one more request may extend a lock or count against the key.
+ */
+export function haltOf(answer: Pick<ProbeAnswer, 'status' | 'retryAfter'>): Halt | undefined {
+  if (answer.status === 423) return 'locked';
+  if (answer.status === 429 || answer.retryAfter !== undefined) return 'rate-limited';
+  return undefined;
+}
+
+/** The discover-attach step when the service asked to stop: said with what it answered. */
+export function haltStep(halt: Halt, answer: ProbeAnswer, url: string, sent: number, extra: Partial<DoctorStep> = {}): DoctorStep {
+  const after = answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : '';
+  const why = answer.message ?? answer.excerpt;
+  return {
+    step: 'discover-attach', ok: false, url, result: halt, accepted: [],
+    detail: `${halt}: GET ${url} answered ${answer.status}${after}${why ? `: ${why}` : ''}; discovery stopped at once (${sent} requests sent)`,
+    hint: halt === 'locked'
+      ? 'the service reports the key or the resource as locked: ask the support team to unlock it, and run nothing against the service until then (a further request may extend the lock)'
+      : 'the service asks to slow down: wait (Retry-After says how long), then run discovery again with a lower --discovery-rate, or with --try and the presentation the vendor documents; repeated refusals may lock the ApiKey',
+    ...extra,
+  };
+}
+
+/** Thrown inside discovery to stop at the first answer that asks for it. */
+class Stop {
+  constructor(readonly halt: Halt, readonly answer: ProbeAnswer) {}
 }
 
 /**
  * Step 5: finds how the service wants the token, by evidence. First a baseline (the probe path
- * with no token, and with the ApiKey and a well-formed token the service never issued); a path
- * that answers either with 2xx needs no token, and nothing can be concluded there. Then each
- * candidate, pointed-at ones first (the `WWW-Authenticate` scheme, a header the error body names):
- * a presentation is established only when the real token gets a 2xx where the baseline did not,
+ * with no token, and with a well-formed token the service never issued); a path that answers
+ * either with 2xx needs no token, and nothing can be concluded there. Then each candidate,
+ * pointed-at ones first (the `WWW-Authenticate` scheme, a header the error body names): a
+ * presentation is established only when the real token gets a 2xx where the baseline did not,
  * **and** the same presentation with an unknown token does not (a service that lets any value
- * through is not checking that header). GET only, redirects never followed, paced, at most
- * {@link MAX_DISCOVERY_REQUESTS} requests; the password is never sent.
+ * through is not checking that header). The ApiKey goes only where it is needed: every candidate
+ * is tried without it first, and with it only when none passed without (one more request adds it
+ * to a presentation found without, to check the block as pasted). GET only, redirects never
+ * followed, paced, at most {@link MAX_DISCOVERY_REQUESTS} requests, and stopped at the first 423,
+ * 429 or `Retry-After` ({@link haltOf}); the password is never sent.
  */
 export async function discoverAttach(target: ProbeTarget, options: DiscoveryOptions): Promise<DoctorStep> {
   const url = `${target.base}${target.path}`;
@@ -82,105 +123,142 @@ export async function discoverAttach(target: ProbeTarget, options: DiscoveryOpti
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const tried: TriedPresentation[] = [];
   let sent = 0;
-  const fake = { ...target, vars: { ...target.vars, token: unknownToken(target.vars.token) } };
-  const probe = async (t: ProbeTarget, attach: readonly Attachment[]): Promise<ProbeAnswer | string> => {
+  const fake = { ...target, vars: { ...target.vars, token: options.decoyToken } };
+  /** One GET; an answer asking to stop throws {@link Stop}, a failure without an answer is its code. */
+  const probe = async (t: ProbeTarget, attach: readonly Attachment[], label?: string): Promise<ProbeAnswer | string> => {
     if (sent > 0 && pauseMs > 0) await sleep(pauseMs);
     sent++;
+    let answer: ProbeAnswer;
     try {
-      return await probeWith(t, attach);
+      answer = await probeWith(t, attach);
     } catch (err) {
       return (err as { code?: string }).code ?? (err as Error).message;
     }
+    const halt = haltOf(answer);
+    if (halt) {
+      if (label) tried.push({ label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) });
+      throw new Stop(halt, answer);
+    }
+    return answer;
   };
   const step = (result: DiscoveryResult, ok: boolean, detail: string, extra: Partial<DoctorStep> = {}): DoctorStep => ({
     step: 'discover-attach', ok, url, result, detail: `${detail} (${sent} requests)`, tried, accepted: [], ...extra,
   });
-
-  const none = await probe(target, []);
-  const unknown = await probe(fake, [{ in: 'header', name: 'Authorization', value: 'Bearer {token}' }, API_KEY]);
-  if (typeof none === 'string' || typeof unknown === 'string') {
-    return step('none', false, `GET ${url} without a token failed without an answer (${typeof none === 'string' ? none : unknown})`, { hint: 'the service did not answer; retry, or check service.timeoutMs' });
-  }
-  const baseline: Baseline = { none, unknownToken: unknown };
-  const baselineInfo = describeBaseline(baseline);
-  if (isSuccess(none.status) || isSuccess(unknown.status)) {
-    return step('cannot-tell', false, `GET ${url} answers ${isSuccess(none.status) ? none.status : unknown.status} without a valid token: this path needs no token, so nothing can be concluded`, {
-      hint: 'choose a --probe path that needs the token (one the service refuses without it)', baseline: baselineInfo,
-    });
+  try {
+    return await discover();
+  } catch (err) {
+    if (err instanceof Stop) return haltStep(err.halt, err.answer, url, sent, { tried });
+    throw err;
   }
 
-  const challenges = [...parseChallenges(none.challenge), ...parseChallenges(unknown.challenge)];
-  const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
-  const extras = asksForObject ? [RK_OBJECT_ID] : [];
-  const guessing = options.guesses !== undefined && options.guesses.length > 0;
-  const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
-  const established: Array<{ attach: Attachment[]; label: string }> = [];
-
-  /** Tries one presentation with or without the ApiKey; true when established. */
-  const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
-    if (sent + 2 > max) return undefined;
-    const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
-    const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;
-    const answer = await probe(target, attach);
-    if (typeof answer === 'string') {
-      tried.push({ label, error: answer });
-      return false;
+  async function discover(): Promise<DoctorStep> {
+    const none = await probe(target, []);
+    if (typeof none === 'string') return noAnswer(none);
+    // Without the ApiKey: a token the service never issued, sent with the key, may count against it.
+    const unknown = await probe(fake, [{ in: 'header', name: 'Authorization', value: 'Bearer {token}' }]);
+    if (typeof unknown === 'string') return noAnswer(unknown);
+    const baseline: Baseline = { none, unknownToken: unknown };
+    const baselineInfo = describeBaseline(baseline);
+    if (isSuccess(none.status) || isSuccess(unknown.status)) {
+      return step('cannot-tell', false, `GET ${url} answers ${isSuccess(none.status) ? none.status : unknown.status} without a valid token: this path needs no token, so nothing can be concluded`, {
+        hint: 'choose a --probe path that needs the token (one the service refuses without it)', baseline: baselineInfo,
+      });
     }
-    const entry: TriedPresentation = { label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) };
-    tried.push(entry);
-    if (!isSuccess(answer.status)) return false;
-    // The real token passed: the same presentation with a token never issued must not.
-    const decoy = await probe(fake, attach);
-    if (typeof decoy !== 'string' && isSuccess(decoy.status)) {
-      entry.note = `an unknown token is accepted too (${decoy.status}): not evidence`;
-      return false;
-    }
-    entry.established = true;
-    return true;
-  };
 
-  for (const p of candidates) {
-    const withKey = await judge(p, true);
-    if (withKey === undefined) break;
-    if (!withKey) continue;
-    // Tried without the ApiKey too, so the report says whether this path needs it; the block keeps
-    // it either way, as the API description asks for it on every operation.
-    await judge(p, false);
-    established.push({ attach: [p, API_KEY, ...extras], label: presentationLabel(p) });
-    if (!guessing) break;
-  }
-  if (established.length === 0) {
-    // Some services refuse a request carrying a header they do not expect: once more without the ApiKey.
+    const challenges = [...parseChallenges(none.challenge), ...parseChallenges(unknown.challenge)];
+    const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
+    const extras = asksForObject ? [RK_OBJECT_ID] : [];
+    const guessing = options.guesses !== undefined && options.guesses.length > 0;
+    const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
+    const established: Array<{ attach: Attachment[]; label: string }> = [];
+
+    /** Tries one presentation with or without the ApiKey; true when established, undefined over budget. */
+    const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
+      if (sent + 2 > max) return undefined;
+      const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
+      const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;
+      const answer = await probe(target, attach, label);
+      if (typeof answer === 'string') {
+        tried.push({ label, error: answer });
+        return false;
+      }
+      const entry = triedEntry(label, answer);
+      tried.push(entry);
+      if (!isSuccess(answer.status)) return false;
+      // The real token passed: the same presentation with a token never issued must not.
+      const decoy = await probe(fake, attach);
+      if (typeof decoy !== 'string' && isSuccess(decoy.status)) {
+        entry.note = `an unknown token is accepted too (${decoy.status}): not evidence`;
+        return false;
+      }
+      entry.established = true;
+      return true;
+    };
+
     for (const p of candidates) {
       const ok = await judge(p, false);
       if (ok === undefined) break;
-      if (ok) {
-        established.push({ attach: [p, ...extras], label: presentationLabel(p) });
+      if (!ok) continue;
+      established.push({ attach: [p, ...extras], label: presentationLabel(p) });
+      if (!guessing) break;
+    }
+    if (established.length === 1) {
+      // The API description asks for the ApiKey on every operation: keep it in the block if the
+      // service takes the request with it (one request, with the real token).
+      const found = established[0]!;
+      const label = `${found.label} + ApiKey`;
+      if (sent + 1 <= max) {
+        const withKey = [found.attach[0]!, API_KEY, ...extras];
+        const answer = await probe(target, withKey, label);
+        if (typeof answer === 'string') tried.push({ label, error: answer });
+        else {
+          const entry = triedEntry(label, answer);
+          if (isSuccess(answer.status)) found.attach = withKey;
+          else entry.note = 'refused with the ApiKey added: the block leaves it out';
+          tried.push(entry);
+        }
+      }
+    }
+    if (established.length === 0) {
+      // Nothing passed without the ApiKey: the service wants it too.
+      for (const p of candidates) {
+        const ok = await judge(p, true);
+        if (ok === undefined) break;
+        if (!ok) continue;
+        established.push({ attach: [p, API_KEY, ...extras], label: presentationLabel(p) });
         if (!guessing) break;
       }
     }
+
+    const what = guessing ? `${candidates.length} guess${candidates.length === 1 ? '' : 'es'}` : `${tried.length} presentations`;
+    if (established.length === 1) {
+      const attach = established[0]!.attach;
+      return step('found', true, `GET ${url}: ${established[0]!.label} is accepted where the baseline got ${baseline.none.status}/${baseline.unknownToken.status}; tried ${what}`, {
+        accepted: [established[0]!.label], attach, attachYaml: stringify({ token: { attach } }), baseline: baselineInfo,
+      });
+    }
+    if (established.length > 1) {
+      return step('ambiguous', false, `GET ${url}: several presentations are accepted: ${established.map((e) => e.label).join('; ')}`, {
+        accepted: established.map((e) => e.label), baseline: baselineInfo,
+        hint: 'keep the one the vendor documents; ask the support team which one they support',
+      });
+    }
+    const budget = sent + 2 > max ? ` and stopped at the budget of ${max} requests` : '';
+    return step('none', false, `GET ${url}: tried ${what}${budget}; none is accepted. Without a token the service answers ${summarize(baseline.none)}`, {
+      baseline: baselineInfo,
+      hint: guessing
+        ? 'none of the guesses works: run --discover-attach without --try, or ask the support team'
+        : 'the service wants the token some other way: send the support team the baseline printed below this line (status, WWW-Authenticate, body; `baseline` in --json) and ask how the AuthToken is presented; then test their answer with --try',
+    });
   }
 
-  const what = guessing ? `${candidates.length} guess${candidates.length === 1 ? '' : 'es'}` : `${tried.length} presentations`;
-  if (established.length === 1) {
-    const attach = established[0]!.attach;
-    return step('found', true, `GET ${url}: ${established[0]!.label} is accepted where the baseline got ${baseline.none.status}/${baseline.unknownToken.status}; tried ${what}`, {
-      accepted: [established[0]!.label], attach, attachYaml: stringify({ token: { attach } }), baseline: baselineInfo,
-    });
+  function noAnswer(error: string): DoctorStep {
+    return step('none', false, `GET ${url} without a token failed without an answer (${error})`, { hint: 'the service did not answer; retry, or check service.timeoutMs' });
   }
-  if (established.length > 1) {
-    return step('ambiguous', false, `GET ${url}: several presentations are accepted: ${established.map((e) => e.label).join('; ')}`, {
-      accepted: established.map((e) => e.label), baseline: baselineInfo,
-      hint: 'keep the one the vendor documents; ask the support team which one they support',
-    });
-  }
-  const budget = sent + 2 > max ? ` and stopped at the budget of ${max} requests` : '';
-  return step('none', false, `GET ${url}: tried ${what}${budget}; none is accepted. Without a token the service answers ${summarize(baseline.none)}`, {
-    baseline: baselineInfo,
-    hint: guessing
-      ? 'none of the guesses works: run --discover-attach without --try, or ask the support team'
-      : 'the service wants the token some other way: send the support team the baseline above (status, WWW-Authenticate, body) and ask how the AuthToken is presented; then test their answer with --try',
-  });
+}
+
+function triedEntry(label: string, answer: ProbeAnswer): TriedPresentation {
+  return { label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) };
 }
 
 /** Presentations the baseline points at first (challenged scheme, a header the body names), then the standard list. */
@@ -217,9 +295,35 @@ export function headersNamedIn(text: string): string[] {
   return [...names].filter((n) => n.toLowerCase() !== 'apikey' && n.toLowerCase() !== 'x-api-key');
 }
 
-/** A token of the same shape the service never issued: each letter and digit moved on by one. */
-export function unknownToken(token: string): string {
-  return token.replace(/[A-Za-z0-9]/g, (c) => (c === 'z' ? 'a' : c === 'Z' ? 'A' : c === '9' ? '0' : String.fromCharCode(c.charCodeAt(0) + 1)));
+/**
+ * A token of the same shape the service never issued: the same length, every letter and digit
+ * (and `-`, `_`, `+`, `/`) drawn at random from the token's own alphabet (hex stays hex, base64url
+ * stays base64url), other characters (a JWT's dots, base64 padding) kept in place. Random, so
+ * nothing of the real token can be read back from it (an echoing service prints it); the caller
+ * registers it for redaction all the same. `pick(n)` is a uniform integer below n.
+ */
+export function unknownToken(token: string, pick: (n: number) => number = randomInt): string {
+  const own = alphabetOf(token);
+  // Nothing to draw (no letter, digit or mark) or a single character: every position from letters and digits.
+  const everyPosition = own.length < 2 || ![...token].some((c) => own.includes(c));
+  const alphabet = everyPosition ? ALPHANUMERIC : own;
+  for (;;) {
+    const decoy = [...(token || 'x')].map((c) => (everyPosition || own.includes(c) ? alphabet[pick(alphabet.length)]! : c)).join('');
+    if (decoy !== token) return decoy;
+  }
+}
+
+const ALPHANUMERIC = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/** The characters a token draws from: digits, a-f or a-z, A-F or A-Z, and the URL-safe or base64 marks it holds. */
+function alphabetOf(token: string): string {
+  let alphabet = /[0-9]/.test(token) ? '0123456789' : '';
+  const lower = token.match(/[a-z]/g) ?? [];
+  if (lower.length > 0) alphabet += lower.every((c) => c <= 'f') ? 'abcdef' : 'abcdefghijklmnopqrstuvwxyz';
+  const upper = token.match(/[A-Z]/g) ?? [];
+  if (upper.length > 0) alphabet += upper.every((c) => c <= 'F') ? 'ABCDEF' : 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+  for (const mark of ['-', '_', '+', '/']) if (token.includes(mark)) alphabet += mark;
+  return alphabet;
 }
 
 function isSuccess(status: number): boolean {
@@ -254,6 +358,8 @@ export async function confirmConfigured(target: ProbeTarget): Promise<DoctorStep
   } catch (err) {
     return { step: 'discover-attach', ok: false, url, result: 'none', detail: `GET ${url} without a token failed without an answer (${(err as { code?: string }).code ?? (err as Error).message})` };
   }
+  const halt = haltOf(none);
+  if (halt) return haltStep(halt, none, url, 1);
   if (isSuccess(none.status)) {
     return {
       step: 'discover-attach', ok: false, url, result: 'cannot-tell',
@@ -263,6 +369,6 @@ export async function confirmConfigured(target: ProbeTarget): Promise<DoctorStep
   }
   return {
     step: 'discover-attach', ok: true, url, result: 'configured',
-    detail: `skipped: the configured token.attach already works (the probe passed, and without a token the service answers ${summarize(none)})`,
+    detail: `configured: token.attach already works, nothing to discover (the probe passed, and without a token the service answers ${summarize(none)})`,
   };
 }
