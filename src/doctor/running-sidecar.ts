@@ -94,13 +94,17 @@ const TOKEN_WORD = /[A-Za-z0-9._~+/=-]{20,}/g;
 
 /**
  * Hides every word of an answer that could be a token: 20 or more token characters holding a
- * letter and a digit, except a path made of short segments. Through the running sidecar doctor
+ * letter and a digit, or upper- and lower-case letters mixed as random text mixes them (a quarter
+ * of each at least; a CamelCase name has far fewer capitals), except a path of short segments. Through the running sidecar doctor
  * does not know the token it holds, so it cannot scrub that token by value from an answer that
  * echoes it (debug builds and gateways do); this is the fallback.
  */
 export function hideTokenLike(text: string): string {
   return text.replace(TOKEN_WORD, (word) => {
-    if (!/[0-9]/.test(word) || !/[A-Za-z]/.test(word)) return word;
+    const letters = word.replace(/[^A-Za-z]/g, '');
+    const upper = letters.replace(/[^A-Z]/g, '').length / Math.max(letters.length, 1);
+    const mixed = upper >= 0.25 && upper <= 0.75;
+    if (!(/[0-9]/.test(word) && letters.length > 0) && !mixed) return word;
     if (word.startsWith('/') && word.split('/').every((segment) => segment.length < 16)) return word;
     return '[REDACTED]';
   });

@@ -20,7 +20,8 @@ let configs = 0;
 
 function configFor(vendor: Vendor, extra: Record<string, unknown> = {}): string {
   const file = join(dir, `sidecar-${++configs}.yaml`);
-  writeFileSync(file, stringify({ service: { baseUrl: vendor.url, caFile: tls.caFile }, credentials: CREDENTIALS, ...extra }));
+  // Free ports: a sidecar on the default admin port would be taken for this config's running one.
+  writeFileSync(file, stringify({ service: { baseUrl: vendor.url, caFile: tls.caFile }, credentials: CREDENTIALS, listen: { port: 0 }, admin: { port: 0 }, ...extra }));
   return file;
 }
 
@@ -204,7 +205,8 @@ describe('doctor --discover-attach against vendors that answer as common server 
     assert.ok(baselines.length >= 4, 'the baselines carry no ApiKey');
   });
 
-  for (const [status, result, headers] of [[429, 'rate-limited', { 'Retry-After': '120' }], [423, 'locked', {}]] as const) {
+  const halts: Array<[status: number, result: string, headers: Record<string, string>]> = [[429, 'rate-limited', { 'Retry-After': '120' }], [423, 'locked', {}]];
+  for (const [status, result, headers] of halts) {
     it(`stops at the first ${status} and reports ${result} with how many requests were sent`, async (t) => {
       // Like spring, but the named header is answered ${status}: the first presentation tried.
       const v = await vendor(t, (p) => (p.header('X-Access-Token') !== undefined

@@ -41,10 +41,16 @@ const agent1: TlsMaterial = {
 const agent1CaFile = join(AGENT1_DIR, 'ca.pem');
 
 let configs = 0;
-/** Writes a config file: the test credentials, the test CA, and `service`/`extra` on top. */
+/**
+ * Only free ports: a sidecar another test (or anyone on this machine) runs on the default admin
+ * port would be taken for this config's running sidecar.
+ */
+const FREE_PORTS = { listen: { port: 0 }, admin: { port: 0 } };
+
+/** Writes a config file: the test credentials, the test CA, free ports, and `service`/`extra` on top. */
 function configFile(service: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
   const file = join(dir, `sidecar-${++configs}.yaml`);
-  writeFileSync(file, stringify({ service: { caFile: tls.caFile, ...service }, credentials: CREDENTIALS, ...extra }));
+  writeFileSync(file, stringify({ service: { caFile: tls.caFile, ...service }, credentials: CREDENTIALS, ...FREE_PORTS, ...extra }));
   return file;
 }
 
@@ -167,7 +173,7 @@ describe('doctor: connect step', () => {
   it('no caFile: untrusted chain, naming service.caFile', async (t) => {
     const sim = await startSim(t);
     const file = join(dir, 'no-ca.yaml');
-    writeFileSync(file, stringify({ service: { baseUrl: sim.url }, credentials: CREDENTIALS }));
+    writeFileSync(file, stringify({ service: { baseUrl: sim.url }, credentials: CREDENTIALS, ...FREE_PORTS }));
     const out = await doctor({ config: file, json: true });
     assert.equal(out.code, 1);
     assert.deepEqual(out.steps.map((s) => s.step), ['config', 'listen', 'connect'], 'stops at the failing step');
@@ -359,7 +365,7 @@ describe('doctor: probe and discover-attach', () => {
         const block = text.lines.slice(header + 1).join('\n');
         assert.equal(`${block}\n`, discover.attachYaml);
         const pasted = join(dir, `pasted-${configs}.yaml`);
-        writeFileSync(pasted, `${stringify({ service: { baseUrl: sim.url, caFile: tls.caFile }, credentials: CREDENTIALS })}${block}\n`);
+        writeFileSync(pasted, `${stringify({ service: { baseUrl: sim.url, caFile: tls.caFile }, credentials: CREDENTIALS, ...FREE_PORTS })}${block}\n`);
         const loaded = await loadConfig(pasted, {});
         assert.deepEqual(loaded.token.attach, discover.attach);
         // With the pasted block, the probe passes and doctor exits 0.
