@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -159,6 +161,24 @@ describe('doctor: config step', () => {
     assert.match(out.stdout, /credentials\.passwordFile \(B2B_PASSWORD_FILE\): .* holds only whitespace/);
   });
 
+  it('on systemd: the shipped example config with the credentials LoadCredential= passed in $CREDENTIALS_DIRECTORY passes its config step', async (t) => {
+    const sim = await startSim(t);
+    const credentials = mkdtempSync(join(tmpdir(), 'b2b-doctor-credentials-'));
+    writeFileSync(join(credentials, 'api-key'), `${CREDENTIALS.apiKey}\n`);
+    writeFileSync(join(credentials, 'password'), `${CREDENTIALS.password}\n`);
+    const example = fileURLToPath(new URL('../../config/sidecar.example.yaml', import.meta.url));
+    // The file as shipped; the environment names the test service and free ports (as a unit's Environment= would).
+    const run = captureIo({ CREDENTIALS_DIRECTORY: credentials, B2B_BASE_URL: sim.url, B2B_CA_FILE: tls.caFile, B2B_LISTEN_PORT: '0', B2B_ADMIN_PORT: '0' });
+    const code = await doctorCommand({ config: example, probe: OBJECT_PATH, json: true }, run.io);
+    const steps = JSON.parse(run.stdout()) as DoctorStep[];
+    assert.equal(code, 0, run.stdout());
+    assert.equal(steps[0]!.step, 'config');
+    assert.equal(steps[0]!.ok, true);
+    assert.match(steps[0]!.detail, /credentials readable; credentials\.apiKeyFile from the config file is ignored: api-key in \$CREDENTIALS_DIRECTORY/);
+    assert.equal(sim.stats.tokenRequests, 1, 'gentoken took the credentials from the directory');
+    assertNoSecrets(run.stdout() + run.stderr());
+  });
+
   it('refuses --discover-attach without --probe, and a probe that is not a path, with exit 2', async () => {
     for (const args of [{ discoverAttach: true }, { probe: 'pub/b2b/v1/x' }, { probe: '//evil.example/x' }, { probe: '/a b' }]) {
       const out = captureIo({});
@@ -209,6 +229,34 @@ describe('doctor: connect step', () => {
     const out = await doctor({ config: configFile({ baseUrl: sim.url.replace('localhost', '127.0.0.1'), caFile }) });
     assert.equal(out.code, 1);
     assert.match(line(out.lines, 'connect'), /does not cover 127\.0\.0\.1 \(it names localhost\)/);
+  });
+
+  it('a service certificate on a 1024-bit key (openssl-made): names the key size Node refuses from 24.5', async (t) => {
+    const fixture = fileURLToPath(new URL('../fixtures/rsa1024-leaf/', import.meta.url));
+    // The vendor's old server: OpenSSL's security level 0 lets it load a key this runtime refuses.
+    const server = createHttpsServer({ ciphers: 'DEFAULT:@SECLEVEL=0', cert: readFileSync(join(fixture, 'cert.pem')), key: readFileSync(join(fixture, 'key.pem')) }, (_req, res) => res.end('{}'));
+    server.on('tlsClientError', () => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+    const { port } = server.address() as { port: number };
+    const out = await doctor({ config: configFile({ baseUrl: `https://localhost:${port}`, caFile: join(fixture, 'ca.pem') }), json: true });
+    const connect = out.steps.find((s) => s.step === 'connect')!;
+    let refuses = false;
+    try {
+      createSecureContext({ cert: readFileSync(join(fixture, 'cert.pem')), key: readFileSync(join(fixture, 'key.pem')) });
+    } catch (err) {
+      refuses = (err as { code?: string }).code === 'ERR_SSL_EE_KEY_TOO_SMALL';
+    }
+    if (refuses) {
+      // Node 24.5 and later (the pinned runtime): refused at the handshake, and said so.
+      assert.equal(out.code, 1);
+      assert.equal(connect.ok, false);
+      assert.match(connect.detail, /the service's certificate key is 1024 bits; Node needs 2048 bits or more/);
+      assert.match(connect.hint!, /larger key \(RSA 2048 bits or more, or an EC key\): tell the support team/);
+    } else {
+      // A runtime that still accepts such a key (Node 22) connects.
+      assert.equal(connect.ok, true, connect.detail);
+    }
   });
 
   it('a host that does not resolve: DNS failure', async () => {
