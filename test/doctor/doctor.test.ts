@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { checkConfigCommand } from '../../src/commands/check-config.js';
 import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
+import { tokenCommand } from '../../src/commands/token.js';
 import { MAX_DISCOVERY_REQUESTS } from '../../src/doctor/attach-discovery.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
 import { checkGentoken } from '../../src/doctor/gentoken-check.js';
@@ -253,6 +254,10 @@ describe('doctor: connect step', () => {
       assert.equal(connect.ok, false);
       assert.match(connect.detail, /the service's certificate key is 1024 bits; Node needs 2048 bits or more/);
       assert.match(connect.hint!, /larger key \(RSA 2048 bits or more, or an EC key\): tell the support team/);
+      // The token client (token, run) says it too, where it said "auth server unreachable: UNSPECIFIED".
+      const token = captureIo({});
+      assert.equal(await tokenCommand({ config: configFile({ baseUrl: `https://localhost:${port}`, caFile: join(fixture, 'ca.pem') }) }, token.io), 1);
+      assert.match(token.stderr(), /TLS: EE_KEY_TOO_SMALL: the server certificate key is too small \(Node needs RSA 2048 bits or more; doctor names its size\); only the vendor can replace it/);
     } else {
       // A runtime that still accepts such a key (Node 22) connects.
       assert.equal(connect.ok, true, connect.detail);
