@@ -58,7 +58,7 @@ const PROBE_PATH = /^\/(?!\/)[\x21-\x7e]*$/;
  * says so and probes through the sidecar's listener, which attaches the token it holds, unless
  * `ownToken` is set.
  * Exit codes: 0 every step passed, or discovery's verdict is `configured` or `found`; 1 a step
- * failed (or discovery found `none`, `ambiguous`, `cannot-tell`); 2 invalid configuration or options.
+ * failed (or discovery's verdict is any other); 2 invalid configuration or options.
  */
 export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<number> {
   if ((args.discoverAttach || args.try?.length) && args.probe === undefined) {
