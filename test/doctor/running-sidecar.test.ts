@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -8,7 +8,8 @@ import { stringify } from 'yaml';
 import { doctorCommand } from '../../src/commands/doctor.js';
 import { tokenCommand } from '../../src/commands/token.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
-import { hideTokenLike } from '../../src/doctor/running-sidecar.js';
+import { findRunningSidecar, hideTokenLike } from '../../src/doctor/running-sidecar.js';
+import type { Config } from '../../src/config/schema.js';
 import { runCli, spawnCli } from '../helpers/cli.js';
 import { captureIo } from '../helpers/command-io.js';
 import { CREDENTIALS, send, startSidecar } from '../helpers/stack.js';
@@ -194,6 +195,34 @@ describe('doctor and token beside a running sidecar (in process)', () => {
       assert.match(printed, /through the running sidecar .* → 404: no object for Authorization: Bearer \[REDACTED\]/);
       for (const token of vendor.tokens) assert.ok(!printed.includes(token), `the sidecar's token was printed: ${printed}`);
     }
+  });
+});
+
+describe('findRunningSidecar', () => {
+  it('takes nothing else for a sidecar, and gives up on an admin address that drips its answer within its deadline', async (t) => {
+    const timers: NodeJS.Timeout[] = [];
+    const server = createServer((req, res) => {
+      if (req.url === '/healthz') {
+        // Headers, then a byte now and then for ever.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{');
+        timers.push(setInterval(() => res.write(' '), 50));
+        return;
+      }
+      res.end('{}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => { timers.forEach(clearInterval); server.closeAllConnections(); server.close(() => resolve()); }));
+    const { port } = server.address() as { port: number };
+    const started = performance.now();
+    assert.equal(await findRunningSidecar({ admin: { host: '127.0.0.1', port }, listen: { host: '127.0.0.1', port: 1 } } as Config, 300), undefined);
+    assert.ok(performance.now() - started < 5000, 'bounded by its own deadline');
+    // Something else answering JSON on the address is not a sidecar either.
+    const other = createServer((_req, res) => res.end('{"status":"UP"}'));
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => other.close(() => resolve())));
+    assert.equal(await findRunningSidecar({ admin: { host: '0.0.0.0', port: (other.address() as { port: number }).port }, listen: { host: '127.0.0.1', port: 1 } } as Config), undefined);
+    assert.equal(await findRunningSidecar({ admin: { host: '127.0.0.1', port: 0 }, listen: { host: '127.0.0.1', port: 1 } } as Config), undefined, 'port 0: nothing to ask');
   });
 });
 
