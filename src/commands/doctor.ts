@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
 import type { Config } from '../config/schema.js';
 import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
-import { confirmConfigured, DEFAULT_DISCOVERY_RATE, discoverAttach, haltOf, haltStep, parseTry, unknownToken } from '../doctor/attach-discovery.js';
+import { confirmConfigured, DEFAULT_DISCOVERY_RATE, discoverAttach, parseTry } from '../doctor/attach-discovery.js';
+import { unknownToken } from '../doctor/decoy-token.js';
+import { haltOf, haltStep } from '../doctor/discovery-halt.js';
 import type { Attachment } from '../config/schema.js';
 import { checkConnection } from '../doctor/connect-check.js';
 import { formatSteps, type DoctorStep } from '../doctor/doctor-report.js';
@@ -15,8 +16,8 @@ import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
 import { checkListenAddresses } from '../doctor/listen-check.js';
-import { findRunningSidecar, hideTokenLike, type RunningSidecar } from '../doctor/running-sidecar.js';
-import { gentokenUrl } from '../token/token-client.js';
+import { findRunningSidecar, type RunningSidecar } from '../doctor/running-sidecar.js';
+import { throughRunningSidecar } from '../doctor/through-sidecar.js';
 import { serviceEngineOptions, startServiceEgress, tokenClientOptions } from '../service/service-part.js';
 import type { EgressHandle } from '../upstream/egress-settings.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
@@ -177,7 +178,9 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
   const discovering = args.discoverAttach === true || args.guesses.length > 0;
   try {
     if (running && !args.ownToken) {
-      await throughRunningSidecar(config, running, args, { steps, secrets, direct: direct(''), discovering });
+      // Plain HTTP to the sidecar's own listener, as the app sends it.
+      const engineTo = (listener: URL) => createUndiciEngine({ ...serviceEngineOptions(config, undefined), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
+      await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo });
       return;
     }
     const clientOptions = tokenClientOptions(config, ca, way.egress);
@@ -203,58 +206,6 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
     if (args.guesses.length > 0) steps.push(await discoverAttach(target, { ...options, guesses: args.guesses }));
     else if (probe.ok) steps.push(await confirmConfigured(target));
     else if (probe.status < 500) steps.push(await discoverAttach(target, options));
-  } finally {
-    await engine.close();
-  }
-}
-
-/**
- * The gentoken, probe and discover-attach steps beside a running sidecar with this config: no
- * token of doctor's own; the probe goes through the sidecar's listener with the token it holds.
- * Discovery's tokenless check still runs; trying presentations needs `--own-token`.
- */
-async function throughRunningSidecar(config: Config, running: RunningSidecar, args: DoctorArgs & { guesses: Attachment[] }, o: { steps: DoctorStep[]; secrets: SecretSet; direct: ProbeTarget; discovering: boolean }): Promise<void> {
-  const { steps, secrets, direct, discovering } = o;
-  const own = 'at a vendor that keeps one token per ApiKey, a token of doctor\'s own would revoke the one the sidecar holds; --own-token obtains one anyway';
-  const url = gentokenUrl({ baseUrl: config.service.baseUrl });
-  if (!running.ready) {
-    steps.push({
-      step: 'gentoken', ok: false, url,
-      detail: `not called: a b2b-sidecar with this config answers on ${running.admin}, but holds no valid token: ${running.reason ?? 'not ready'}`,
-      hint: `its log says why (journalctl -u b2b-sidecar, or the container's log); ${own}`,
-    });
-    return;
-  }
-  steps.push({ step: 'gentoken', ok: true, url, detail: `not called: a b2b-sidecar with this config answers on ${running.admin} and holds a valid token (/readyz 200); doctor probes through it instead (${own})` });
-  if (args.probe === undefined) return;
-  if (!running.proxy) {
-    steps.push({ step: 'probe', ok: false, detail: 'cannot probe through the running sidecar: listen.port is 0 in this config, so its port was picked at start', hint: 'set listen.port, or run doctor with --own-token' });
-    return;
-  }
-  const readTokenFile = config.token.file;
-  if (readTokenFile) {
-    // The token it holds, if this user may read it: then an echo of it is scrubbed by value.
-    try {
-      secrets.addToken(readFileSync(readTokenFile, 'utf8').trim());
-    } catch {
-      // unreadable here (another user): the pattern below still applies
-    }
-  }
-  const engine = createUndiciEngine({ ...serviceEngineOptions(config, undefined), baseUrl: running.proxy, ca: undefined, egress: undefined, maxSockets: 1 });
-  try {
-    const through: ProbeTarget = { ...direct, engine, redact: (text) => hideTokenLike(secrets.redact(text)) };
-    const { answer: _answer, ...probe } = await checkProbe(through, [], discovering, `through the running sidecar (${running.proxy.host}, the token it holds and the token.attach it started with)`);
-    steps.push(probe);
-    if (!discovering || probe.status === undefined) return;
-    if (probe.ok && args.guesses.length === 0) {
-      steps.push(await confirmConfigured(direct));
-      return;
-    }
-    steps.push({
-      step: 'discover-attach', ok: false, url: `${direct.base}${direct.path}`, result: 'needs-own-token', accepted: [],
-      detail: 'not run: trying presentations needs a token of doctor\'s own (the one the running sidecar holds cannot be placed elsewhere) (0 requests)',
-      hint: `run the same doctor command with --own-token (${own.split(';')[0]}; it renews at its next 401)`,
-    });
   } finally {
     await engine.close();
   }

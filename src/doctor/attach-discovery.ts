@@ -1,9 +1,9 @@
-import { randomInt } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { Attachment } from '../config/schema.js';
 import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
 import { probeWith, type ProbeAnswer, type ProbeTarget } from './probe-check.js';
 import { formatChallenge, parseChallenges, type Challenge } from './www-authenticate.js';
+import { haltOf, haltStep, type Halt } from './discovery-halt.js';
 
 /**
  * How the token might travel. The API description documents only the ApiKey header, so these
@@ -65,37 +65,10 @@ export interface DiscoveryOptions {
   sleep?: (ms: number) => Promise<void>;
   maxRequests?: number;
   /**
-   * The token "the service never issued" for the baseline and the decoys: {@link unknownToken}
-   * of the real one, registered for redaction by the caller like every secret.
+   * The token "the service never issued" for the baseline and the decoys: `unknownToken` of the
+   * real one (decoy-token.ts), registered for redaction by the caller like every secret.
    */
   decoyToken: string;
-}
-
-/** Why discovery must stop at once: `rate-limited` (429, or any Retry-After) or `locked` (423). */
-export type Halt = 'rate-limited' | 'locked';
-
-/**
- * A 423 (the key or the resource is locked) or a 429, or any answer with `Retry-After` (a 503
- * asking to come back later): one more request may extend a lock or count against the key.
- */
-export function haltOf(answer: Pick<ProbeAnswer, 'status' | 'retryAfter'>): Halt | undefined {
-  if (answer.status === 423) return 'locked';
-  if (answer.status === 429 || answer.retryAfter !== undefined) return 'rate-limited';
-  return undefined;
-}
-
-/** The discover-attach step when the service asked to stop: said with what it answered. */
-export function haltStep(halt: Halt, answer: ProbeAnswer, url: string, sent: number, extra: Partial<DoctorStep> = {}): DoctorStep {
-  const after = answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : '';
-  const why = answer.message ?? answer.excerpt;
-  return {
-    step: 'discover-attach', ok: false, url, result: halt, accepted: [],
-    detail: `${halt}: GET ${url} answered ${answer.status}${after}${why ? `: ${why}` : ''}; discovery stopped at once (${sent} requests sent)`,
-    hint: halt === 'locked'
-      ? 'the service reports the key or the resource as locked: ask the support team to unlock it, and run nothing against the service until then (a further request may extend the lock)'
-      : 'the service asks to slow down: wait (Retry-After says how long), then run discovery again with a lower --discovery-rate, or with --try and the presentation the vendor documents; repeated refusals may lock the ApiKey',
-    ...extra,
-  };
 }
 
 /** Thrown inside discovery to stop at the first answer that asks for it. */
@@ -293,37 +266,6 @@ export function headersNamedIn(text: string): string[] {
   for (const m of text.matchAll(/header\s*['"`‘’“”]([A-Za-z][\w-]*)['"`‘’“”]|['"`‘’“”]([A-Za-z][\w-]*)['"`‘’“”]\s*header/gi)) names.add((m[1] ?? m[2])!);
   for (const m of text.matchAll(/\b(X-[A-Za-z0-9][\w-]*)/g)) names.add(m[1]!);
   return [...names].filter((n) => n.toLowerCase() !== 'apikey' && n.toLowerCase() !== 'x-api-key');
-}
-
-/**
- * A token of the same shape the service never issued: the same length, every letter and digit
- * (and `-`, `_`, `+`, `/`) drawn at random from the token's own alphabet (hex stays hex, base64url
- * stays base64url), other characters (a JWT's dots, base64 padding) kept in place. Random, so
- * nothing of the real token can be read back from it (an echoing service prints it); the caller
- * registers it for redaction all the same. `pick(n)` is a uniform integer below n.
- */
-export function unknownToken(token: string, pick: (n: number) => number = randomInt): string {
-  const own = alphabetOf(token);
-  // Nothing to draw (no letter, digit or mark) or a single character: every position from letters and digits.
-  const everyPosition = own.length < 2 || ![...token].some((c) => own.includes(c));
-  const alphabet = everyPosition ? ALPHANUMERIC : own;
-  for (;;) {
-    const decoy = [...(token || 'x')].map((c) => (everyPosition || own.includes(c) ? alphabet[pick(alphabet.length)]! : c)).join('');
-    if (decoy !== token) return decoy;
-  }
-}
-
-const ALPHANUMERIC = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
-
-/** The characters a token draws from: digits, a-f or a-z, A-F or A-Z, and the URL-safe or base64 marks it holds. */
-function alphabetOf(token: string): string {
-  let alphabet = /[0-9]/.test(token) ? '0123456789' : '';
-  const lower = token.match(/[a-z]/g) ?? [];
-  if (lower.length > 0) alphabet += lower.every((c) => c <= 'f') ? 'abcdef' : 'abcdefghijklmnopqrstuvwxyz';
-  const upper = token.match(/[A-Z]/g) ?? [];
-  if (upper.length > 0) alphabet += upper.every((c) => c <= 'F') ? 'ABCDEF' : 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
-  for (const mark of ['-', '_', '+', '/']) if (token.includes(mark)) alphabet += mark;
-  return alphabet;
 }
 
 function isSuccess(status: number): boolean {
