@@ -84,7 +84,7 @@ export function noProxyMatches(list: string, target: URL): boolean {
 
 /** Why a NO_PROXY entry sends `target` direct, as the entry says it: `*` covers every host. */
 function describeNoProxyMatch(entry: string, name: string, target: URL): string {
-  if (entry === '*') return `${name} is * (every host goes direct)`;
+  if (entry === '*') return `${name} is *, so every host goes direct`;
   const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   return entry === host ? `${target.hostname} is in ${name}` : `${target.hostname} matches ${entry} in ${name}`;
 }

@@ -264,6 +264,13 @@ describe('doctor: connect step', () => {
     }
   });
 
+  it('NO_PROXY=* beside HTTPS_PROXY: says every host goes direct (not "localhost is in NO_PROXY")', async (t) => {
+    const sim = await startSim(t);
+    const run = captureIo({ HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '*' });
+    assert.equal(await doctorCommand({ config: configFile({ baseUrl: sim.url.replace('127.0.0.1', 'localhost') }) }, run.io), 0, run.stdout());
+    assert.match(run.stdout(), /✓ connect: direct \(NO_PROXY is \*, so every host goes direct\); localhost resolved to/);
+  });
+
   it('a host that does not resolve: DNS failure', async () => {
     const out = await doctor({ config: configFile({ baseUrl: 'https://nonexistent.invalid' }) });
     assert.equal(out.code, 1);
