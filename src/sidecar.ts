@@ -175,15 +175,20 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
       const onSocket = createListener(handler, config.proxy, logger, { local: true, ...counted('socket') });
       socketListener = onSocket;
-      let ours = false; // only a file this process made is removed: not a live one it refused to take
-      await group.started(
-        onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), config.listen.socketGroup ? groupId(config.listen.socketGroup) : undefined)
-          .then(() => { ours = true; }, (err: unknown) => { throw new ListenError('proxy', socketPath, undefined, err); }),
-        async () => {
-          await onSocket.close(0);
-          if (ours) rmSync(socketPath, { force: true });
-        },
-      );
+      // Registered before it binds, like the TCP listeners: a failure after the file exists
+      // (its mode or group refused) must still close the listener and remove the file, or the
+      // open listener keeps a process that could not start alive. Only a file this listener
+      // made is removed, never a live one it refused to take (listening says it made one).
+      await group.started(onSocket, async () => {
+        const ours = onSocket.server.listening;
+        await onSocket.close(0);
+        if (ours) rmSync(socketPath, { force: true });
+      });
+      const socketGroup = config.listen.socketGroup;
+      await Promise.resolve()
+        .then(() => onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), socketGroup ? groupId(socketGroup) : undefined))
+        .catch((err: unknown) => { throw new ListenError('proxy', socketPath, undefined, err); });
+      group.alive();
     }
 
     phase = 'started';
