@@ -68,8 +68,21 @@ export interface Sidecar {
   live(): { live: boolean; reason?: string };
 }
 
-/** The admin listener's own limits: small requests from Prometheus and probes. */
-const ADMIN_LIMITS = { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, maxHeaderBytes: 16_384, maxConnections: 64 };
+/**
+ * The admin listener's own limits: small requests from Prometheus and probes. A connection that
+ * has not sent its request head within 2 s is answered 408 and closed, and an idle kept-alive one
+ * is closed 2 s after its last answer: idle connections cannot hold the listener for long.
+ */
+const ADMIN_LIMITS = { requestTimeoutMs: 30_000, headersTimeoutMs: 2_000, keepAliveTimeoutMs: 2_000, maxHeaderBytes: 16_384, maxConnections: 64 };
+
+/**
+ * The addresses the sidecar's own `healthcheck` and `wait` connect from (a container's
+ * HEALTHCHECK, a postStart hook): not counted by admin.maxConnectionsPerSource, so eight idle
+ * connections of another local process cannot make the liveness check fail
+ * (docs/security.md, "The admin listener"). Exactly these, not 127.0.0.0/8: a service mesh's
+ * traffic arrives from 127.0.0.6.
+ */
+const PROBE_SOURCES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
 /**
  * Wires the parts: no I/O until `start()`. The service part (credentials, token, engine, route),
@@ -164,6 +177,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // Judged as the connection opens: idle connections from a refused source must not fill the
       // listener's 64 and take /healthz (and the liveness probe) down.
       admit: adminAllows,
+      exemptFromPerSource: (peer) => peer !== undefined && PROBE_SOURCES.has(peer),
       onRefused: (reason) => metrics.connectionRefused('admin', reason),
       ...counted('admin'),
     });

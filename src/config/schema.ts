@@ -112,7 +112,7 @@ export const ConfigSchema = Type.Object(
         port: Port(9464, 'B2B_ADMIN_PORT', 'TCP port of the admin listener (0 picks a free port).'),
         allow: Cidrs(['0.0.0.0/0', '::/0'], 'Source addresses or CIDRs allowed on the admin listener (default: any, so Prometheus can scrape).'),
         allowShutdown: Type.Boolean({ default: false, description: 'Serve POST /shutdown, which starts a graceful drain (for Kubernetes Jobs).' }),
-        maxConnectionsPerSource: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Most simultaneous connections from one source address to the admin listener (64 in all); a source outside admin.allow is refused when it connects.' }),
+        maxConnectionsPerSource: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Most simultaneous connections from one source address to the admin listener (64 in all); 127.0.0.1 and ::1, where healthcheck and wait come from, are not counted. A source outside admin.allow is refused when it connects.' }),
       },
       { additionalProperties: false, default: {} },
     ),
