@@ -191,7 +191,7 @@ export const ConfigSchema = Type.Object(
           ['error', 'warn', 'info', 'debug'].map((l) => Type.Literal(l)),
           { default: 'info', description: 'Log level.', ...env('B2B_LOG_LEVEL') },
         ),
-        requests: Type.Boolean({ default: false, description: 'Log one line per proxied request (method, route, status, duration, source; never the query).', ...env('B2B_LOG_REQUESTS') }),
+        requests: Type.Boolean({ default: false, description: 'Log one line per proxied request (method, path with every query value shown as ***, route, status, duration, source).', ...env('B2B_LOG_REQUESTS') }),
       },
       { additionalProperties: false, default: {} },
     ),
