@@ -3,6 +3,7 @@ import type { Logger } from './observability/logger.js';
 import { ListenError } from './config/listen-error.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
+import { rereadFileKeys } from './config/walk.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type AnyListener, type Metrics } from './observability/metrics.js';
@@ -55,8 +56,11 @@ export interface Sidecar {
    * During start-up it makes start() give up and waits for it, so no part outlives it.
    */
   stop(): Promise<void>;
-  /** Re-reads credential files (SIGHUP) and switches to a token obtained with them. */
-  reloadCredentials(): Promise<void>;
+  /**
+   * Re-reads credential files (SIGHUP) and switches to a token obtained with them. With a
+   * `trigger` (the signal's name), one log line says what was re-read, changed or not.
+   */
+  reloadCredentials(trigger?: string): Promise<void>;
   readonly registry: Registry;
   /** Settles once the sidecar has stopped, whoever stopped it (signal, POST /shutdown, error). */
   readonly done: Promise<void>;
@@ -222,20 +226,31 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     return { port, adminPort };
   }
 
-  async function reloadCredentials() {
+  async function reloadCredentials(trigger?: string) {
     localization?.reload();
-    if (!service) return;
+    if (!service) {
+      if (trigger) logger.info(`${trigger}: nothing re-read yet (still starting)`);
+      return;
+    }
     // Beside the credential re-read, not before it: a hung proxy or certificate file must not hold it back.
     const egressReload = service.egress.reload(); // never rejects: a refused file keeps the current values
+    let credentials = 'unchanged';
     try {
       if (await service.credentials.reload()) {
+        credentials = 'changed';
         logger.info('credentials changed; obtaining a token with the new ones');
         await service.tokens.rotate();
       }
     } catch (err) {
+      credentials = 'kept (re-read failed)';
       logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
     }
     await egressReload;
+    if (trigger) {
+      // Said every time, changed or not: an operator who sent the signal sees it arrived and what it covered.
+      const files = rereadFileKeys(config);
+      logger.info(`${trigger}: re-read ${files.length ? 'the files' : 'nothing (no file-based settings)'}`, { files, credentials });
+    }
   }
 
   function drain() {
