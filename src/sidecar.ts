@@ -57,10 +57,10 @@ export interface Sidecar {
    */
   stop(): Promise<void>;
   /**
-   * Re-reads credential files (SIGHUP) and switches to a token obtained with them. With a
-   * `trigger` (the signal's name), one log line says what was re-read, changed or not.
+   * Re-reads credential files (SIGHUP) and switches to a token obtained with them. For SIGHUP
+   * (`signalled`), one log line says what was re-read, changed or not.
    */
-  reloadCredentials(trigger?: string): Promise<void>;
+  reloadCredentials(signalled?: boolean): Promise<void>;
   readonly registry: Registry;
   /** Settles once the sidecar has stopped, whoever stopped it (signal, POST /shutdown, error). */
   readonly done: Promise<void>;
@@ -226,10 +226,10 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     return { port, adminPort };
   }
 
-  async function reloadCredentials(trigger?: string) {
+  async function reloadCredentials(signalled = false) {
     localization?.reload();
     if (!service) {
-      if (trigger) logger.info(`${trigger}: nothing re-read yet (still starting)`);
+      if (signalled) logger.info('SIGHUP: nothing re-read yet (still starting)');
       return;
     }
     // Beside the credential re-read, not before it: a hung proxy or certificate file must not hold it back.
@@ -246,10 +246,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
     }
     await egressReload;
-    if (trigger) {
+    if (signalled) {
       // Said every time, changed or not: an operator who sent the signal sees it arrived and what it covered.
       const files = rereadFileKeys(config);
-      logger.info(`${trigger}: re-read ${files.length ? 'the files' : 'nothing (no file-based settings)'}`, { files, credentials });
+      if (files.length) logger.info('SIGHUP: re-read the files', { files, credentials });
+      else logger.info('SIGHUP: nothing to re-read (no file-based settings)');
     }
   }
 

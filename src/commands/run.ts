@@ -65,7 +65,7 @@ export async function serve(
   };
   io.onSignal('SIGTERM', () => onStop('SIGTERM'));
   io.onSignal('SIGINT', () => onStop('SIGINT'));
-  io.onSignal('SIGHUP', () => void sidecar.reloadCredentials('SIGHUP'));
+  io.onSignal('SIGHUP', () => void sidecar.reloadCredentials(true));
   // Every wait below races a second signal: one during start-up or a stuck stop exits at once too.
   let started: { port: number; adminPort: number } | number;
   try {
