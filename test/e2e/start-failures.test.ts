@@ -36,14 +36,20 @@ function runSidecar(config: string, options: { env?: Record<string, string>; asN
   child.stderr.on('data', (d) => (stderr += d));
   const kill = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS * 3);
   if (options.signalsAfterStart) {
-    // Two SIGTERMs once the process is stuck in start-up: the second must end it at once.
+    // Two SIGTERMs once the process is stuck in start-up (the preload says so): the second must end it at once.
     const poll = setInterval(() => {
-      if (!stdout.includes('"sidecar started"') && performance.now() - began > 1500) {
+      if (stderr.includes('fail-open: hanging the open')) {
         clearInterval(poll);
         child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGTERM'), 300);
+        // The first is handled (a log line) before the second is sent.
+        const second = setInterval(() => {
+          if (!stdout.includes('"signal received: draining"')) return;
+          clearInterval(second);
+          child.kill('SIGTERM');
+        }, 20);
+        child.once('close', () => clearInterval(second));
       }
-    }, 50);
+    }, 20);
     child.once('close', () => clearInterval(poll));
   }
   return new Promise((resolve) => child.once('close', (code, signal) => {
@@ -148,5 +154,6 @@ describe('a start that fails at any step ends the process on its own', () => {
     assert.equal(outcome.code, 130, outcome.stdout);
     assert.match(outcome.stdout, /"second signal: exiting without waiting"/);
     assert.ok(outcome.ms < DEADLINE_MS, `took ${Math.round(outcome.ms)} ms`);
+    assert.doesNotMatch(outcome.stdout, /"sidecar started"/);
   });
 });

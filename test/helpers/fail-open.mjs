@@ -27,7 +27,10 @@ if (target) {
   fs.promises.open = function patchedOpen(path, ...rest) {
     const err = refuse(path);
     // A real hung open holds a libuv thread, which keeps the process alive: so does the interval.
-    if (err && process.env.TEST_FAIL_OPEN_HANG === '1') return new Promise(() => setInterval(() => undefined, 1000));
+    if (err && process.env.TEST_FAIL_OPEN_HANG === '1') {
+      process.stderr.write(`fail-open: hanging the open of ${target}\n`); // tests wait for this line
+      return new Promise(() => setInterval(() => undefined, 1000));
+    }
     return err ? Promise.reject(err) : open.call(this, path, ...rest);
   };
   const readFileSync = fs.readFileSync;
