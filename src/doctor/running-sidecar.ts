@@ -1,7 +1,5 @@
-import { request } from 'node:http';
 import type { Config } from '../config/schema.js';
-import { clampDelay } from '../shared/clock.js';
-import { connectHost, httpOrigin } from '../shared/local-address.js';
+import { adminBaseUrl, askAdmin, type AdminAnswer } from '../observability/admin-client.js';
 
 /** A b2b-sidecar answering on the admin address of the config doctor (or `token`) was given. */
 export interface RunningSidecar {
@@ -15,8 +13,6 @@ export interface RunningSidecar {
   proxy?: URL;
 }
 
-/** The most of an admin answer read: the JSON of /healthz and /readyz is a few hundred bytes. */
-const MAX_BODY = 4096;
 /** The whole exchange, connect to last byte: an admin address that drips its answer is no sidecar. */
 export const ADMIN_ASK_TIMEOUT_MS = 2000;
 
@@ -28,65 +24,29 @@ export const ADMIN_ASK_TIMEOUT_MS = 2000;
  */
 export async function findRunningSidecar(config: Pick<Config, 'admin' | 'listen'>, timeoutMs = ADMIN_ASK_TIMEOUT_MS): Promise<RunningSidecar | undefined> {
   if (config.admin.port === 0) return undefined;
-  const host = connectHost(config.admin.host);
-  const admin = httpOrigin(host, config.admin.port);
-  const healthz = await askAdmin(host, config.admin.port, '/healthz', timeoutMs);
+  const base = adminBaseUrl(config.admin);
+  const healthz = await askAdmin(new URL('/healthz', base), timeoutMs);
   if (!isSidecarHealthz(healthz)) return undefined;
-  const proxy = config.listen.port === 0 ? undefined : new URL(httpOrigin(connectHost(config.listen.host), config.listen.port));
+  const admin = base.origin;
+  const proxy = config.listen.port === 0 ? undefined : adminBaseUrl(config.listen);
   const found = { admin, ...(proxy ? { proxy } : {}) };
-  if (healthz?.status === 403) return { ...found, ready: false, reason: 'its admin listener refuses this host (admin.allow)' };
-  const readyz = await askAdmin(host, config.admin.port, '/readyz', timeoutMs);
-  if (readyz?.status === 200) return { ...found, ready: true };
-  const message = readyz && typeof readyz.json?.message === 'string' ? readyz.json.message : undefined;
-  return { ...found, ready: false, reason: message ?? (readyz ? `/readyz answered ${readyz.status}` : '/readyz did not answer') };
+  if (healthz.status === 403) return { ...found, ready: false, reason: 'its admin listener refuses this host (admin.allow)' };
+  const readyz = await askAdmin(new URL('/readyz', base), timeoutMs);
+  if (readyz.status === 200) return { ...found, ready: true };
+  const message = typeof readyz.body?.message === 'string' ? readyz.body.message : undefined;
+  return { ...found, ready: false, reason: message ?? `/readyz ${readyz.failure ?? 'did not answer'}` };
 }
 
 /** True when a b2b-sidecar admin listener answers `/healthz` at `host:port` (see {@link findRunningSidecar}). */
 export async function answersAsSidecar(host: string, port: number, timeoutMs = ADMIN_ASK_TIMEOUT_MS): Promise<boolean> {
-  return isSidecarHealthz(await askAdmin(connectHost(host), port, '/healthz', timeoutMs));
+  return isSidecarHealthz(await askAdmin(new URL('/healthz', adminBaseUrl({ host, port })), timeoutMs));
 }
-
-interface AdminAnswer { status: number; json?: Record<string, unknown> }
 
 /** The admin listener's own answers: `{"status":"ok"}`, `{"status":"not live",…}`, or 403 `{"message":"forbidden"}`. */
-function isSidecarHealthz(answer: AdminAnswer | undefined): boolean {
-  if (!answer?.json) return false;
-  if (answer.status === 403) return answer.json.message === 'forbidden';
-  return answer.json.status === 'ok' || answer.json.status === 'not live';
-}
-
-/** One GET with an overall deadline and a bounded body; undefined when there is no complete answer. */
-function askAdmin(host: string, port: number, path: string, timeoutMs: number): Promise<AdminAnswer | undefined> {
-  return new Promise((resolve) => {
-    const req = request({ host, port, path, method: 'GET', agent: false, headers: { accept: 'application/json' } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => {
-        body += d;
-        if (body.length > MAX_BODY) req.destroy();
-      });
-      res.on('end', () => {
-        clearTimeout(timer);
-        let json: Record<string, unknown> | undefined;
-        try {
-          const parsed: unknown = JSON.parse(body);
-          if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) json = parsed as Record<string, unknown>;
-        } catch {
-          // not the sidecar's JSON
-        }
-        resolve({ status: res.statusCode ?? 0, ...(json ? { json } : {}) });
-      });
-      // Cut short (too long, the deadline): no answer. After 'end' this changes nothing.
-      res.on('close', () => resolve(undefined));
-      res.on('error', () => resolve(undefined));
-    });
-    const timer = setTimeout(() => req.destroy(), clampDelay(timeoutMs));
-    req.on('error', () => {
-      clearTimeout(timer);
-      resolve(undefined);
-    });
-    req.end();
-  });
+function isSidecarHealthz(answer: AdminAnswer): boolean {
+  if (answer.status === undefined || !answer.body) return false;
+  if (answer.status === 403) return answer.body.message === 'forbidden';
+  return answer.body.status === 'ok' || answer.body.status === 'not live';
 }
 
 /** Word characters of tokens in common formats: base64/base64url, hex, JWTs, UUIDs. */

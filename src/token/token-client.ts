@@ -209,7 +209,7 @@ const TLS_MEANING: Readonly<Record<string, string>> = {
   CA_KEY_TOO_SMALL: 'a CA key in the server certificate chain is too small (Node needs RSA 2048 bits or more)',
 };
 
-/** Node (24.5+) reports a key under OpenSSL's security level as `UNSPECIFIED`; its text says which (docs/traps.md T44). */
+/** Node (24.5+) reports a key under OpenSSL's security level as `UNSPECIFIED`; its text says which (docs/traps.md T48). */
 function weakKeyCode(err: unknown): string | undefined {
   const message = (err as Error | undefined)?.message ?? '';
   return /EE certificate key too weak/i.test(message) ? 'EE_KEY_TOO_SMALL' : /CA certificate key too weak/i.test(message) ? 'CA_KEY_TOO_SMALL' : undefined;
