@@ -5,12 +5,13 @@ import type { ProbeAnswer } from './probe-check.js';
 export type Halt = 'rate-limited' | 'locked';
 
 /**
- * A 423 (the key or the resource is locked) or a 429, or any answer with `Retry-After` (a 503
- * asking to come back later): one more request may extend a lock or count against the key.
+ * A 423 (the key or the resource is locked) or a 429, or a refusal with `Retry-After` (a 503
+ * asking to come back later): one more request may extend a lock or count against the key. A 2xx
+ * carrying the header was served, so it does not stop discovery.
  */
 export function haltOf(answer: Pick<ProbeAnswer, 'status' | 'retryAfter'>): Halt | undefined {
   if (answer.status === 423) return 'locked';
-  if (answer.status === 429 || answer.retryAfter !== undefined) return 'rate-limited';
+  if (answer.status === 429 || (answer.retryAfter !== undefined && (answer.status < 200 || answer.status >= 300))) return 'rate-limited';
   return undefined;
 }
 

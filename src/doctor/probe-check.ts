@@ -93,6 +93,7 @@ export async function checkProbe(target: ProbeTarget, attach: readonly Attachmen
   const next = discovering ? 'see discover-attach below' : 'try --discover-attach';
   if (status >= 200 && status < 300) return { ...base, ok: true };
   if (status === 423) return { ...base, ok: false, hint: 'the service reports the key or the resource as locked: ask the support team to unlock it before anything else runs against the service' };
+  // A 2xx has returned above: a Retry-After here comes with a refusal.
   if (status === 429 || answer.retryAfter !== undefined) {
     return { ...base, ok: false, detail: `${base.detail}${answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : ''}`, hint: 'the service asks to slow down: wait, then run doctor again' };
   }

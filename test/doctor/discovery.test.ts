@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
 import { MAX_DISCOVERY_REQUESTS, headersNamedIn, parseTry } from '../../src/doctor/attach-discovery.js';
 import { unknownToken } from '../../src/doctor/decoy-token.js';
+import { haltOf } from '../../src/doctor/discovery-halt.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { captureIo } from '../helpers/command-io.js';
@@ -224,6 +225,16 @@ describe('doctor --discover-attach against vendors that answer as common server 
       assert.equal(out.discovery!.tried!.at(-1)!.status, status);
     });
   }
+
+  it('haltOf: 423 locks, 429 and a refusal with Retry-After rate-limit, a 2xx with Retry-After does not stop', () => {
+    assert.equal(haltOf({ status: 423 }), 'locked');
+    assert.equal(haltOf({ status: 429 }), 'rate-limited');
+    assert.equal(haltOf({ status: 503, retryAfter: '30' }), 'rate-limited');
+    assert.equal(haltOf({ status: 401, retryAfter: 'Fri, 27 Nov 2026 09:00:00 GMT' }), 'rate-limited');
+    assert.equal(haltOf({ status: 200, retryAfter: '5' }), undefined);
+    assert.equal(haltOf({ status: 503 }), undefined);
+    assert.equal(haltOf({ status: 401 }), undefined);
+  });
 
   it('does not start when the probe itself is answered 429 with Retry-After', async (t) => {
     const v = await vendor(t, () => ({ status: 429, headers: { 'Retry-After': '60' }, body: { message: 'slow down' } }));
