@@ -76,9 +76,17 @@ function citations(text: string): Citation[] {
   return found;
 }
 
-/** The headings of a Markdown text (fenced code skipped), as a reader sees them: no backticks or emphasis. */
+/**
+ * What a citation can name in a Markdown text (fenced code skipped): its headings, and the bold
+ * lead of a paragraph or list item, which docs/security.md uses as its sections
+ * (`- **The admin listener cannot be held by idle connections**: ...`).
+ */
 function headings(md: string): string[] {
-  return [...md.replace(/^(```|~~~)[\s\S]*?^\1/gm, '').matchAll(/^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$/gm)].map((m) => m[1]!);
+  const text = md.replace(/^(```|~~~)[\s\S]*?^\1/gm, '');
+  return [
+    ...[...text.matchAll(/^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$/gm)].map((m) => m[1]!),
+    ...[...text.matchAll(/^[ \t]*(?:[-*][ \t]+)?\*\*([^*\n]+?)[.:]?\*\*/gm)].map((m) => m[1]!),
+  ];
 }
 
 const normal = (heading: string) => heading.replace(/[`*_]/g, '').replace(/\s+/g, ' ').trim().toLowerCase();
@@ -155,8 +163,10 @@ describe('headings cited outside the Markdown files', () => {
       '8 docs/traps.md: T39',
       '8 docs/traps.md: T40',
     ].sort());
-    const titles = headings('# Architecture\n\n```\n## Not a heading\n```\n\n### An attachment kind\n\n### T15. A timer over `2³¹−1` ms\n');
-    assert.deepEqual(titles, ['Architecture', 'An attachment kind', 'T15. A timer over `2³¹−1` ms']);
+    const titles = headings('# Architecture\n\n```\n## Not a heading\n```\n\n### An attachment kind\n\n### T15. A timer over `2³¹−1` ms\n\n'
+      + '- **The admin listener cannot be held**: by idle connections; **not a lead** here.\n**Lead of a paragraph.** Text.\n');
+    assert.deepEqual(titles, ['Architecture', 'An attachment kind', 'T15. A timer over `2³¹−1` ms', 'The admin listener cannot be held', 'Lead of a paragraph']);
+    assert.ok(!resolves('The admin listener', titles), 'a bold lead is cited whole');
     assert.ok(resolves('An attachment kind', titles));
     assert.ok(resolves('an  Attachment kind', titles), 'case and spacing do not matter');
     assert.ok(!resolves('Add an attachment kind', titles), 'the old name of a renamed heading does not resolve');
