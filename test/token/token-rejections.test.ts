@@ -5,7 +5,7 @@ import { send, startSidecar, startSimulator, waitReady, type RunningSidecar } fr
 import { startVendor, type Rule } from '../helpers/vendors.js';
 
 /**
- * The 401 path through real sidecars (rejection-policy.ts): revocations heal without clients
+ * The 401 path through real sidecars (answer-rules.ts): revocations heal without clients
  * seeing 401s, a wrong token.attach is named, another holder of the key is detected. Sidecars run
  * on a fake clock moved past the 401 renewal interval between steps, so nothing waits for real.
  */
@@ -67,9 +67,10 @@ describe('upstream 401s judged by the token\'s history', () => {
     t.after(() => vendor.close());
     const clock = new FakeClock();
     const s = await sidecar(t, vendor.url, clock);
-    for (let i = 0; i < 4; i++) {
+    // Two paths: a fresh token refused on both, nothing succeeding, is evidence against token.attach.
+    for (const path of ['/pub/b2b/v1/objects/obj-43', `${PROBE}?x=1`, '/pub/b2b/v1/objects/obj-43', `${PROBE}?x=1`]) {
       clock.advance(60_000); // past the slowed-down interval: each request may renew
-      assert.equal((await send(s.port, { path: `${PROBE}?x=1` })).status, 401);
+      assert.equal((await send(s.port, { path })).status, 401);
     }
     const error = s.log.lines().find((l) => l.level === 'error' && String(l.message).includes('token.attach'));
     assert.ok(error, s.log.text());
