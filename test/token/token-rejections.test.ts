@@ -122,3 +122,37 @@ describe('upstream 401s judged by the token\'s history', () => {
     assert.ok(vendor.tokens.length <= 2 + statuses.length, `${vendor.tokens.length} tokens for ${statuses.length} requests`);
   });
 });
+
+describe('two replicas on one ApiKey at a service that keeps one token per key, under steady traffic', () => {
+  it('no 503 ever; gentoken bounded by each budget; both see superseded; one replica ends up passing 401s back (the README figures)', { timeout: 120_000 }, async (t) => {
+    let vendor: Awaited<ReturnType<typeof startVendor>>;
+    const rule: Rule = (p) => {
+      const token = p.header('Authorization')?.replace(/^Bearer /, '');
+      return token !== undefined && token === vendor.tokens.at(-1) ? undefined : { status: 401, body: { message: 'token revoked' } };
+    };
+    vendor = await startVendor(rule);
+    t.after(() => vendor.close());
+    const clock = new FakeClock();
+    const a = await sidecar(t, vendor.url, clock);
+    const b = await sidecar(t, vendor.url, clock);
+    const statuses = { a: new Map<number, number>(), b: new Map<number, number>() };
+    const startedAt = clock.now();
+    // 480 requests to each replica, 250 ms apart (plus the time a request waits for a renewal).
+    for (let i = 0; i < 480; i++) {
+      for (const [name, s] of [['a', a], ['b', b]] as const) {
+        const status = await sendPumping(clock, s.port, PROBE);
+        statuses[name].set(status, (statuses[name].get(status) ?? 0) + 1);
+      }
+      clock.advance(250);
+    }
+    const minutes = (clock.now() - startedAt) / 60_000;
+    const summary = JSON.stringify({ a: [...statuses.a], b: [...statuses.b], gentoken: vendor.tokens.length, minutes: Math.round(minutes * 10) / 10 });
+    for (const s of [statuses.a, statuses.b]) assert.equal(s.get(503) ?? 0, 0, summary);
+    // The start, then at most token.maxGentokenPerMinute (12) in any minute each for 401s.
+    assert.ok(vendor.tokens.length <= 2 + 2 * 12 * Math.ceil(minutes), summary);
+    for (const s of [a, b]) assert.ok(await sample(s, 'b2b_sidecar_token_superseded_total') >= 3, summary);
+    const unauthorized = (statuses.a.get(401) ?? 0) + (statuses.b.get(401) ?? 0);
+    assert.ok(unauthorized > 0, `once a budget is spent its replica passes the 401s back: ${summary}`);
+    t.diagnostic(summary);
+  });
+});
