@@ -5,9 +5,12 @@
  */
 import type { Logger } from '../observability/logger.js';
 import { createBackoff, longestDelayMs, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
-import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';
+import type { Clock } from '../shared/clock.js';
+import { LoopTimer } from './loop-timer.js';
+import type { TokenGauges, TokenView } from './token-view.js';
+import { causeOf, failureReason } from './failure-reasons.js';
 import type { CredentialStore } from './credential-store.js';
-import { InvalidResponseError, SidecarError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError, TokenUnavailableError } from '../shared/errors.js';
+import { SidecarError, TokenRequestError, TokenUnavailableError } from '../shared/errors.js';
 import { fingerprint, type SecretSet } from '../shared/secrets.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
@@ -98,11 +101,16 @@ const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
 const SLOW_CAUSES: ReadonlySet<GentokenCause> = new Set(['unauthorized', 'refused']);
 
 /**
+ * The parts: the answer rules (answer-rules.ts) judge what the service says; the loop timer
+ * (loop-timer.ts), the backoff schedules (backoff.ts) and the budget (gentoken-budget.ts) pace the
+ * calls; failure-reasons.ts words what went wrong; this class holds the token and ties them together,
+ * and token-view.ts is what the rest of the sidecar reads of it.
+ *
  * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
  * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
  * promise, so neither timers nor request traffic can cause concurrent or bursty token requests.
  */
-export class TokenManager {
+export class TokenManager implements TokenView {
   readonly #client: Pick<TokenClient, 'requestToken'>;
   readonly #credentials: Pick<CredentialStore, 'current'>;
   readonly #clock: Clock;
@@ -133,7 +141,6 @@ export class TokenManager {
   #generation = 0;
   #inflight: Promise<TokenSnapshot> | undefined;
   #failure: Failure | undefined;
-  #timer: TimerHandle | undefined;
   #lastInvalidateAt = -Infinity;
   #started = false;
   #stopped = false;
@@ -142,8 +149,8 @@ export class TokenManager {
   readonly #budget: GentokenBudget | undefined;
   /** Monotonic ms before which no gentoken call is made (a Retry-After). */
   #notBefore = -Infinity;
-  /** Monotonic ms the armed timer is due at; undefined when none is armed. */
-  #nextAt: number | undefined;
+  /** The loop's one timer: the next attempt, whatever its trigger. */
+  readonly #loop: LoopTimer;
   /** Monotonic ms the gentoken request in flight was sent; undefined when none is on the wire. */
   #requestSentAt: number | undefined;
   /** Wakes an attempt waiting for the budget or a Retry-After when stop() is called. */
@@ -174,6 +181,7 @@ export class TokenManager {
     this.#onFailureCause = deps.onFailure;
     this.#onDeferred = deps.onDeferred;
     this.#rules = new AnswerRules(() => this.#clock.now());
+    this.#loop = new LoopTimer(deps.clock);
   }
 
   /** Requests the first token now. Never throws: failures are logged and retried. */
@@ -182,14 +190,14 @@ export class TokenManager {
     this.#started = true;
     const jitterMs = (this.#options.startJitterSeconds ?? 0) * 1000;
     // A fleet started at once (a deploy, a node reboot) would otherwise call gentoken in lock-step.
-    if (jitterMs > 0) this.#armAt(this.#clock.now() + Math.floor(this.#random() * jitterMs), () => this.#kick('start'));
+    if (jitterMs > 0) this.#loop.arm(this.#clock.now() + Math.floor(this.#random() * jitterMs), () => this.#kick('start'));
     else this.#kick('start');
   }
 
   /** Cancels timers; a request in flight finishes but schedules nothing. Idempotent. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#cancelTimer();
+    this.#loop.cancel();
     this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
     await this.#file?.flush();
   }
@@ -422,24 +430,24 @@ export class TokenManager {
         ? { live: false, reason: `a gentoken request has been in flight for ${round((now - this.#requestSentAt) / 1000)} s, far beyond its deadline: the token loop is stuck` }
         : LIVE;
     }
-    if (this.#nextAt === undefined) return { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
-    if (now - this.#nextAt > LIVENESS_GRACE_MS) {
-      return { live: false, reason: `the scheduled gentoken attempt is ${round((now - this.#nextAt) / 1000)} s overdue: the token loop is stuck` };
+    if (this.#loop.dueAt === undefined) return { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
+    if (now - this.#loop.dueAt > LIVENESS_GRACE_MS) {
+      return { live: false, reason: `the scheduled gentoken attempt is ${round((now - this.#loop.dueAt) / 1000)} s overdue: the token loop is stuck` };
     }
-    if (this.#nextAt - now > this.#maxScheduleMs() + LIVENESS_GRACE_MS) {
-      return { live: false, reason: `the next gentoken attempt is scheduled ${round((this.#nextAt - now) / 1000)} s ahead, more than any setting allows` };
+    if (this.#loop.dueAt - now > this.#maxScheduleMs() + LIVENESS_GRACE_MS) {
+      return { live: false, reason: `the next gentoken attempt is scheduled ${round((this.#loop.dueAt - now) / 1000)} s ahead, more than any setting allows` };
     }
     return LIVE;
   }
 
   /** Scrape-time gauges: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
-  gauges(): { ageSeconds: number; expiresInSeconds: number; valid: boolean; expiryTimestampSeconds: number; nextRefreshTimestampSeconds: number } {
+  gauges(): TokenGauges {
     const t = this.#token;
     const now = this.#clock.now();
     const wall = this.#clock.wallNow();
     let next = 0;
     if (this.#requestSentAt !== undefined) next = wall / 1000;
-    else if (this.#nextAt !== undefined) next = (wall + Math.max(0, this.#nextAt - now)) / 1000;
+    else if (this.#loop.dueAt !== undefined) next = (wall + Math.max(0, this.#loop.dueAt - now)) / 1000;
     return {
       ageSeconds: t ? (now - t.obtainedAt) / 1000 : 0,
       expiresInSeconds: t ? Math.max(0, t.expiresAt - now) / 1000 : 0,
@@ -477,7 +485,7 @@ export class TokenManager {
   }
 
   async #attempt(trigger: Trigger): Promise<TokenSnapshot> {
-    this.#cancelTimer();
+    this.#loop.cancel();
     try {
       // Through a microtask, so #inflight is set before this can settle even if the gate throws.
       await Promise.resolve().then(() => this.#gate(trigger));
@@ -533,7 +541,7 @@ export class TokenManager {
       const now = this.#clock.now();
       const at = Math.max(sentAt + delay - this.#random() * JITTER_FRACTION * delay, now + MIN_RENEW_DELAY_MS);
       this.#renewDueAt = at;
-      this.#armAt(at, () => this.#kick('renewal'));
+      this.#loop.arm(at, () => this.#kick('renewal'));
       renewInSeconds = round((at - now) / 1000);
       void this.#file?.write(token.value);
     }
@@ -582,7 +590,7 @@ export class TokenManager {
       const wake = trigger === 'rotation' && this.#renewDueAt > now ? Math.min(at, this.#renewDueAt) : at;
       await new Promise<void>((resolve, reject) => {
         this.#releaseGate = reject;
-        this.#armAt(wake, resolve);
+        this.#loop.arm(wake, resolve);
       }).finally(() => {
         this.#releaseGate = undefined;
         this.#gatedUntil = undefined;
@@ -608,7 +616,7 @@ export class TokenManager {
       // 429 without a Retry-After is told to slow down too: the slow schedule.
       const slow = SLOW_CAUSES.has(failure) || (failure === 'rate_limited' && retryAfterMs === undefined);
       const delay = Math.max((slow ? this.#slow : this.#fast).next(), retryAfterMs ?? 0);
-      this.#armAt(now + delay, () => this.#kick('retry'));
+      this.#loop.arm(now + delay, () => this.#kick('retry'));
       retryInSeconds = round(delay / 1000);
     }
     const kept = this.current();
@@ -624,28 +632,6 @@ export class TokenManager {
     else this.#logger.warn('token request failed', { ...fields, cause: failure });
   }
 
-  /** Arms the single timer for monotonic time `at`, re-arming in steps no timer can overflow (docs/traps.md T15). */
-  #armAt(at: number, fn: () => void): void {
-    this.#cancelTimer();
-    this.#nextAt = at;
-    const tick = () => {
-      const remaining = at - this.#clock.now();
-      if (remaining > 0) {
-        this.#timer = this.#clock.setTimeout(tick, Math.min(remaining, MAX_TIMER_MS));
-        return;
-      }
-      this.#timer = undefined;
-      this.#nextAt = undefined;
-      fn();
-    };
-    this.#timer = this.#clock.setTimeout(tick, Math.min(Math.max(at - this.#clock.now(), 0), MAX_TIMER_MS));
-  }
-
-  #cancelTimer(): void {
-    this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#nextAt = undefined;
-  }
 
   /**
    * Waits for `p` at most tokenTimeoutMs, then hands out only what current() would: a slow
@@ -673,46 +659,13 @@ export class TokenManager {
   }
 
   #reason(): string {
-    if (this.#failure !== undefined) return this.#failureReason(this.#failure);
+    if (this.#failure !== undefined) return failureReason(this.#failure, this.#failureDetail, this.#notBefore - this.#clock.now());
     if (this.#gatedUntil !== undefined) {
       return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((this.#gatedUntil - this.#clock.now()) / 1000)} s`;
     }
     if (!this.#token) return 'no token yet';
     return this.#bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
   }
-
-  /** The /readyz message of each failure cause: what happened and what to do. */
-  #failureReason(failure: Failure): string {
-    switch (failure) {
-      case 'unauthorized': return 'credentials rejected by the auth server';
-      case 'refused':
-        return 'gentoken refused (HTTP 403): this host\'s egress address is most likely not on the vendor\'s allow list; give the vendor\'s support team the egress address';
-      case 'tls': return `auth server certificate not trusted: ${this.#failureDetail}`;
-      case 'dns': return 'auth server name not found (DNS); check service.baseUrl and this host\'s resolver';
-      case 'connection_refused': return 'auth server refused the connection; check service.baseUrl and the egress path';
-      case 'timeout': return 'auth server timed out';
-      case 'egress_proxy': return this.#failureDetail || 'the egress proxy failed';
-      case 'server_error': return `auth server failed (${this.#failureDetail.replace(/^auth server answered /, '')})`;
-      case 'rate_limited': {
-        const wait = this.#notBefore - this.#clock.now();
-        return wait > 0
-          ? `auth server asked to slow down (Retry-After); no gentoken call for ${Math.ceil(wait / 1000)} s`
-          : 'auth server asked to slow down (HTTP 429)';
-      }
-      case 'invalid_response': return 'auth server sent an invalid response';
-      case 'http': return this.#failureDetail || 'auth server answered an unexpected HTTP status';
-      default: return 'auth server unreachable';
-    }
-  }
-}
-
-/** The metric and /readyz class of whatever a gentoken attempt threw. */
-function causeOf(err: unknown): GentokenCause {
-  if (err instanceof TokenUnauthorizedError) return 'unauthorized';
-  if (err instanceof TokenRefusedError) return 'refused';
-  if (err instanceof InvalidResponseError) return 'invalid_response';
-  if (err instanceof TokenRequestError) return err.kind;
-  return 'unreachable';
 }
 
 const PASS: Promise<undefined> = Promise.resolve(undefined);
