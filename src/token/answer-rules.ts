@@ -95,6 +95,8 @@ interface Remembered {
   generation: number;
   /** Successes counted when it refused: a later success with that token is on another path. */
   seq: number;
+  /** True when that token had already succeeded when the path refused it (order unknown). */
+  provenBefore: boolean;
   confirmed: boolean;
 }
 
@@ -149,7 +151,11 @@ export class AnswerRules {
     const entry = this.#paths.get(key, this.#now());
     if (entry !== undefined) {
       if (entry.confirmed) return 'remembered';
-      if (this.#successSeq > entry.seq && this.#lastSuccessGeneration >= entry.generation) {
+      // A success with the refused token (or a later one) after the refusal: if that token had not
+      // succeeded before, any success with it counts; otherwise the latest success must be it.
+      const sinceRefusal = (!entry.provenBefore && this.#succeededUpTo >= entry.generation)
+        || (this.#successSeq > entry.seq && this.#lastSuccessGeneration >= entry.generation);
+      if (sinceRefusal) {
         // The token this path refused succeeded since, elsewhere (a success here would have
         // removed the entry): the path's own answer.
         entry.confirmed = true;
@@ -170,7 +176,7 @@ export class AnswerRules {
     if (status === 401) {
       this.#unhelpful++;
       const key = pathKey(path);
-      this.#paths.set(key, { generation: fresh, seq: this.#successSeq, confirmed: false }, now);
+      this.#paths.set(key, { generation: fresh, seq: this.#successSeq, provenBefore: this.#succeededUpTo >= fresh, confirmed: false }, now);
       this.#watching = true;
       if (rejected.proven || this.#succeededUpTo >= rejected.generation) return { kind: 'path-own', path: key };
       if (this.#refusedPath !== undefined && this.#refusedPath !== key) this.#enterSuspect('unauthorized', key);

@@ -40,6 +40,15 @@ describe('answer rules: a path\'s own 401', () => {
     assert.equal(r.unauthorized(3, '/objects/secret'), 'renew');
   });
 
+  it('a success with the refused token counts even when an older token\'s success is answered after it', () => {
+    const { r } = rules();
+    r.answered(1, 200, '/a');
+    r.replayed(token(1, true), 2, 401, '/secret');
+    r.answered(2, 200, '/a'); // the fresh token succeeds elsewhere
+    r.answered(1, 200, '/b'); // a request still carrying the old one is answered last
+    assert.equal(r.unauthorized(2, '/secret'), 'newly-remembered');
+  });
+
   it('the memory expires', () => {
     const t = rules();
     t.r.answered(1, 200, '/a');
