@@ -240,6 +240,8 @@ export class TokenManager implements TokenView {
     // the revocation. One from a routine renewal may predate the revocation that rejected the
     // older token, and would be rejected as well (seen in the soak benchmark).
     if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#newer(generation);
+    // An attempt held back (a rotation or retry waiting for the budget) may wait far longer than a request should.
+    if (this.#inflight && this.#gatedUntil !== undefined) return this.#newer(generation);
     if (this.#inflight) return this.#bounded(this.#inflight).then((t) => (t.generation > generation ? t : undefined));
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#failure !== undefined) return this.#newer(generation);

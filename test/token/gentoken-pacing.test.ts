@@ -269,6 +269,10 @@ describe('scheduled renewals and the budget', () => {
     await t.advance(1_000);
     assert.equal(t.calls.length, 1, 'the rotation waits for the budget');
     assert.ok(!(t.manager.acquire() instanceof Promise), 'requests keep the current token, synchronously');
+    const at = t.clock.now();
+    assert.equal(await t.manager.invalidate(1, '/x'), undefined, 'a 401 meanwhile is passed back, not held for the waiting rotation');
+    assert.equal(t.clock.now(), at);
+    assert.equal(t.manager.current()?.generation, 1, 'and the token stays in use');
     await t.advance(5_600); // the renewal is due at 6.6 s
     assert.equal(t.calls.length, 2);
     assert.equal(t.calls[1]!.apiKey, 'key-2');
