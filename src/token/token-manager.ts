@@ -4,7 +4,6 @@
  * May import: shared/, config/, observability/, upstream/.
  */
 import type { Logger } from '../observability/logger.js';
-import { createBackoff, longestDelayMs, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
 import type { Clock } from '../shared/clock.js';
 import { LoopTimer } from './loop-timer.js';
 import type { TokenGauges, TokenView } from './token-view.js';
@@ -14,7 +13,7 @@ import { SidecarError, TokenRequestError, TokenUnavailableError } from '../share
 import { fingerprint, type SecretSet } from '../shared/secrets.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
-import { createGentokenBudget, type GentokenBudget } from './gentoken-budget.js';
+import { GentokenPacer, type PacedTrigger } from './gentoken-pacer.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
 import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_WINDOW_MS, type RejectedToken, type SuspectForm } from './answer-rules.js';
@@ -79,7 +78,7 @@ export interface TokenManagerDeps {
   options: TokenManagerOptions;
 }
 
-type Trigger = 'start' | 'renewal' | 'retry' | 'upstream 401' | 'rotation';
+type Trigger = PacedTrigger;
 type Failure = GentokenCause;
 
 /** A token is unusable within min(5 s, 10 % of its lifetime) of expiry: requests take time too. */
@@ -97,14 +96,12 @@ const LIVE = Object.freeze({ live: true });
  */
 const LIVENESS_GRACE_MS = 60_000;
 const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
-/** Failures retried on the slow schedule: asking again soon cannot change the answer and may lock the key out. */
-const SLOW_CAUSES: ReadonlySet<GentokenCause> = new Set(['unauthorized', 'refused']);
 
 /**
- * The parts: the answer rules (answer-rules.ts) judge what the service says; the loop timer
- * (loop-timer.ts), the backoff schedules (backoff.ts) and the budget (gentoken-budget.ts) pace the
- * calls; failure-reasons.ts words what went wrong; this class holds the token and ties them together,
- * and token-view.ts is what the rest of the sidecar reads of it.
+ * The parts: the answer rules (answer-rules.ts) judge what the service says; the pacer
+ * (gentoken-pacer.ts: budget, Retry-After, retry schedules) says when the next call may go and the
+ * loop timer (loop-timer.ts) waits for it; failure-reasons.ts words what went wrong; this class holds
+ * the token and ties them together, and token-view.ts is what the rest of the sidecar reads of it.
  *
  * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
  * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
@@ -132,8 +129,8 @@ export class TokenManager implements TokenView {
   #lifetimeNoted = false;
   readonly #onSuperseded: (() => void) | undefined;
   readonly #configPath: string | undefined;
-  readonly #slow: Backoff;
-  readonly #fast: Backoff;
+  /** The pace of gentoken calls: budget, Retry-After, retry schedules (gentoken-pacer.ts). */
+  readonly #pacer: GentokenPacer;
   #token: TokenSnapshot | undefined;
   /** expiresAt minus the margin, precomputed so current() only compares numbers. */
   #usableUntil = -Infinity;
@@ -146,9 +143,6 @@ export class TokenManager implements TokenView {
   #stopped = false;
   /** The failure's own words (TLS detail, HTTP status) for the /readyz message of some causes. */
   #failureDetail = '';
-  readonly #budget: GentokenBudget | undefined;
-  /** Monotonic ms before which no gentoken call is made (a Retry-After). */
-  #notBefore = -Infinity;
   /** The loop's one timer: the next attempt, whatever its trigger. */
   readonly #loop: LoopTimer;
   /** Monotonic ms the gentoken request in flight was sent; undefined when none is on the wire. */
@@ -175,9 +169,11 @@ export class TokenManager implements TokenView {
     this.#configPath = deps.configPath;
     this.#options = deps.options;
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
-    this.#slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: this.#random });
-    this.#fast = createBackoff({ ...TRANSIENT_BACKOFF, random: this.#random });
-    this.#budget = deps.options.maxGentokenPerMinute !== undefined ? createGentokenBudget(deps.options.maxGentokenPerMinute) : undefined;
+    this.#pacer = new GentokenPacer({
+      ...(deps.options.maxGentokenPerMinute !== undefined ? { maxGentokenPerMinute: deps.options.maxGentokenPerMinute } : {}),
+      maxRetryAfterSeconds: deps.options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS,
+      random: this.#random,
+    });
     this.#onFailureCause = deps.onFailure;
     this.#onDeferred = deps.onDeferred;
     this.#rules = new AnswerRules(() => this.#clock.now());
@@ -357,37 +353,22 @@ export class TokenManager implements TokenView {
   }
 
   /**
-   * True when a gentoken call for `trigger` may go out at `now`: no Retry-After pending and, for
-   * the calls answers and retries ask for, room in token.maxGentokenPerMinute. Otherwise counts
-   * the call as deferred (logged once per episode).
+   * True when a gentoken call for `trigger` may go out at `now` (gentoken-pacer.ts). Otherwise
+   * counts the call as deferred (logged once per episode).
    */
   #mayCallNow(trigger: Trigger, now: number): boolean {
-    const budgetWait = this.#budgetWaitMs(trigger, now);
-    if (budgetWait <= 0 && this.#notBefore <= now) return true;
-    this.#noteDeferred(trigger, now, budgetWait);
+    const { at, by } = this.#pacer.earliest(trigger, now, this.#renewDueAt);
+    if (at <= now) return true;
+    this.#noteDeferred(trigger, now, at, by);
     return false;
   }
 
-  /**
-   * Scheduled renewals are what the token's own lifetime requires: the budget never holds them
-   * back, nor a rotation still waiting when the renewal falls due (it stands in for the renewal).
-   */
-  #lifetimeDriven(trigger: Trigger, now: number): boolean {
-    return trigger === 'renewal' || (trigger === 'rotation' && now >= this.#renewDueAt);
-  }
-
-  #budgetWaitMs(trigger: Trigger, now: number): number {
-    return this.#lifetimeDriven(trigger, now) ? 0 : this.#budget?.waitMs(now) ?? 0;
-  }
-
-  #noteDeferred(trigger: Trigger, now: number, budgetWait: number): void {
+  #noteDeferred(trigger: Trigger, now: number, at: number, by: string | undefined): void {
     this.#onDeferred?.(trigger === 'upstream 401' ? 'upstream_401' : trigger);
     if (this.#deferring) return;
     this.#deferring = true;
-    const at = Math.max(this.#notBefore, now + budgetWait);
     this.#logger.warn('gentoken call deferred', {
-      trigger, by: budgetWait > 0 && now + budgetWait >= this.#notBefore ? 'token.maxGentokenPerMinute' : 'Retry-After',
-      waitSeconds: round((at - now) / 1000),
+      trigger, by, waitSeconds: round((at - now) / 1000),
       ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 is passed back and the current token stays in use' } : {}),
     });
   }
@@ -463,15 +444,9 @@ export class TokenManager implements TokenView {
   #maxScheduleMs(): number {
     return Math.max(
       this.#options.maxLifetimeSeconds * 1000,
-      longestDelayMs(UNAUTHORIZED_BACKOFF),
-      longestDelayMs(TRANSIENT_BACKOFF),
-      this.#maxRetryAfterMs(),
+      this.#pacer.longestWaitMs(),
       (this.#options.startJitterSeconds ?? 0) * 1000,
     );
-  }
-
-  #maxRetryAfterMs(): number {
-    return (this.#options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS) * 1000;
   }
 
   #refresh(trigger: Trigger): Promise<TokenSnapshot> {
@@ -534,8 +509,7 @@ export class TokenManager implements TokenView {
     this.#usableUntil = token.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs * MARGIN_FRACTION);
     this.#bad = false;
     this.#failure = undefined;
-    this.#slow.reset();
-    this.#fast.reset();
+    this.#pacer.succeeded();
     this.#onRefresh?.('success', latencyMs / 1000);
     let renewInSeconds: number | undefined;
     if (!this.#stopped) {
@@ -576,16 +550,15 @@ export class TokenManager implements TokenView {
     for (;;) {
       if (this.#stopped) throw new TokenUnavailableError('the token manager was stopped');
       const now = this.#clock.now();
-      const budgetWait = this.#budgetWaitMs(trigger, now);
-      const at = Math.max(this.#notBefore, now + budgetWait);
+      const { at, by } = this.#pacer.earliest(trigger, now, this.#renewDueAt);
       if (at <= now) {
-        if (!this.#lifetimeDriven(trigger, now)) this.#budget?.take(now);
+        this.#pacer.take(trigger, now, this.#renewDueAt);
         if (!counted) this.#deferring = false;
         return;
       }
       if (!counted) {
         counted = true;
-        this.#noteDeferred(trigger, now, budgetWait);
+        this.#noteDeferred(trigger, now, at, by);
       }
       this.#gatedUntil = at;
       // A rotation held back wakes when the renewal falls due, and goes out as the renewal.
@@ -608,16 +581,13 @@ export class TokenManager implements TokenView {
     this.#onFailureCause?.(failure);
     const now = this.#clock.now();
     const retryAfterMs = err instanceof TokenRequestError
-      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#maxRetryAfterMs())
+      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#pacer.maxRetryAfterMs)
       : undefined;
     // A Retry-After binds every trigger (renewal, 401, rotation), not only the scheduled retry.
-    if (retryAfterMs !== undefined) this.#notBefore = Math.max(this.#notBefore, now + retryAfterMs);
+    const delay = this.#pacer.failed(failure, retryAfterMs, now);
     let retryInSeconds: number | undefined;
     if (!this.#stopped) {
-      // Even if the current token expires before the retry, keep the backoff: no tight loop. A
-      // 429 without a Retry-After is told to slow down too: the slow schedule.
-      const slow = SLOW_CAUSES.has(failure) || (failure === 'rate_limited' && retryAfterMs === undefined);
-      const delay = Math.max((slow ? this.#slow : this.#fast).next(), retryAfterMs ?? 0);
+      // Even if the current token expires before the retry, keep the backoff: no tight loop.
       this.#loop.arm(now + delay, () => this.#kick('retry'));
       retryInSeconds = round(delay / 1000);
     }
@@ -661,7 +631,7 @@ export class TokenManager implements TokenView {
   }
 
   #reason(): string {
-    if (this.#failure !== undefined) return failureReason(this.#failure, this.#failureDetail, this.#notBefore - this.#clock.now());
+    if (this.#failure !== undefined) return failureReason(this.#failure, this.#failureDetail, this.#pacer.notBefore - this.#clock.now());
     if (this.#gatedUntil !== undefined) {
       return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((this.#gatedUntil - this.#clock.now()) / 1000)} s`;
     }

@@ -4,6 +4,7 @@ import { MAX_TIMER_MS } from '../../src/shared/clock.js';
 import { TokenRequestError, TokenUnauthorizedError } from '../../src/shared/errors.js';
 import { causeOf, failureReason } from '../../src/token/failure-reasons.js';
 import { LoopTimer } from '../../src/token/loop-timer.js';
+import { GentokenPacer } from '../../src/token/gentoken-pacer.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 
 describe('the token loop\'s timer', () => {
@@ -49,5 +50,37 @@ describe('gentoken failure reasons', () => {
     assert.equal(failureReason('rate_limited', '', 0), 'auth server asked to slow down (HTTP 429)');
     assert.equal(failureReason('server_error', 'auth server answered HTTP 502', 0), 'auth server failed (HTTP 502)');
     assert.match(failureReason('refused', '', 0), /^gentoken refused \(HTTP 403\)/);
+  });
+});
+
+describe('the gentoken pacer', () => {
+  const pacer = (perMinute = 2) => new GentokenPacer({ maxGentokenPerMinute: perMinute, maxRetryAfterSeconds: 600, random: () => 0 });
+
+  it('holds answer-triggered calls to the budget, never a scheduled renewal, and a rotation only until the renewal falls due', () => {
+    const p = pacer(2);
+    const due = 30_000;
+    for (const t of [0, 1]) {
+      assert.equal(p.earliest('upstream 401', t, due).at <= t, true);
+      p.take('upstream 401', t, due);
+    }
+    assert.deepEqual(p.earliest('upstream 401', 2, due), { at: 60_000, by: 'token.maxGentokenPerMinute' });
+    assert.deepEqual(p.earliest('retry', 2, due), { at: 60_000, by: 'token.maxGentokenPerMinute' });
+    assert.deepEqual(p.earliest('rotation', 2, due), { at: 60_000, by: 'token.maxGentokenPerMinute' });
+    assert.deepEqual(p.earliest('renewal', 2, due), { at: 2, by: undefined });
+    assert.deepEqual(p.earliest('rotation', due, due), { at: due, by: undefined }, 'a rotation standing in for the due renewal');
+    for (let i = 0; i < 100; i++) p.take('renewal', 3 + i, due);
+    assert.equal(p.earliest('upstream 401', 60_001, due).at, 60_001, 'renewals were not counted');
+  });
+
+  it('a Retry-After binds every call, renewals included; refusals retry on the lockout-safe schedule, other failures on the transient one', () => {
+    const p = pacer();
+    assert.equal(p.failed('rate_limited', 120_000, 0), 120_000);
+    assert.deepEqual(p.earliest('renewal', 1000, 0), { at: 120_000, by: 'Retry-After' });
+    assert.equal(p.notBefore, 120_000);
+    assert.deepEqual([p.failed('unauthorized', undefined, 0), p.failed('refused', undefined, 0), p.failed('rate_limited', undefined, 0)], [5000, 10_000, 20_000]);
+    assert.equal(p.failed('server_error', undefined, 0), 250, 'the transient floor');
+    p.succeeded();
+    assert.equal(p.failed('unauthorized', undefined, 0), 5000, 'starts over after a success');
+    assert.equal(p.longestWaitMs(), 600_000);
   });
 });
