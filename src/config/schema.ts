@@ -121,7 +121,7 @@ export const ConfigSchema = Type.Object(
         baseUrl: Type.String({ minLength: 1, description: `Base address of the B2B service ({base_url}); the token operation is {baseUrl}${GENTOKEN_PATH}.`, ...env('B2B_BASE_URL') }),
         caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file), added to the system roots.', ...env('B2B_CA_FILE') })),
         allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// baseUrl. Never in production: the token would travel in clear text.' }),
-        timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body.' }),
+        timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body while it keeps sending.' }),
         tokenTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
         ...egressKeys('service', 'the service (gentoken and proxied requests)'),
       },
