@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { ReplayBudget } from './replay-body.js';
-import type { RequestBody } from './request-body.js';
+import type { RequestBody } from './body-source.js';
 import type { UploadPace } from './upload-pace.js';
 
 /**

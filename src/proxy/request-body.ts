@@ -4,34 +4,9 @@ import { BufferedBody } from './buffered-body.js';
 import { ReplayTee, type ReplayBudget } from './replay-body.js';
 import type { UploadPace, UploadPaces } from './upload-pace.js';
 import type { UploadShare, UploadSlot } from './upload-share.js';
+import type { RequestBody } from './body-source.js';
 
-/**
- * The one request-body source for both engines (docs/design.md, "Request bodies"). A body with a
- * Content-Length within `proxy.replayBodyLimitBytes` is received whole before the request takes a
- * pooled service connection (nginx's `proxy_request_buffering on`), so a slow client costs the
- * service pool nothing; the engine gets a Buffer, which is also the replay copy. A larger or
- * chunked body streams (a ReplayTee, a copy kept while it fits), and only within the source's
- * share of the pool (upload-share.ts). Every body, either way, is held to the minimum upload
- * rate (upload-pace.ts) while it is read.
- */
-export interface RequestBody {
-  /** false: streamed without a copy, so the request cannot be sent a second time. */
-  readonly replayable: boolean;
-  /**
-   * Runs `send` once the body may go upstream: complete, or a stream holding its share. Never,
-   * if the client goes away or the upload is cut first.
-   */
-  ready(send: (content: Buffer | ReplayTee) => void): void;
-  /**
-   * The whole body for a second attempt, or undefined when it cannot be sent again. Call it only
-   * once the exchange that read the body is over (answered or failed).
-   */
-  again(): Promise<Buffer | undefined>;
-  /** The request is answered: the copy goes back to the budget, the pace and share end. Idempotent. */
-  settle(): void;
-  /** The request is over, answered or not: as settle, and the rest of the client's body is read and discarded. Idempotent. */
-  abandon(): void;
-}
+export type { RequestBody } from './body-source.js';
 
 export interface ReplayCapture {
   /** Largest body copied for replay (and received before dispatch), bytes; 0: both off. */
@@ -47,7 +22,15 @@ export function hasBody(req: IncomingMessage): boolean {
   return length !== undefined && length !== '0';
 }
 
-/** The request-body settings, built once per handler. */
+/**
+ * The one request-body source for both engines (docs/design.md, "Request bodies"). A body with a
+ * Content-Length within `proxy.replayBodyLimitBytes` is received whole before the request takes a
+ * pooled service connection (nginx's `proxy_request_buffering on`), so a slow client costs the
+ * service pool nothing; the engine gets a Buffer, which is also the replay copy. A larger or
+ * chunked body streams (a ReplayTee, a copy kept while it fits), and only within the source's
+ * share of the pool (upload-share.ts). Every body, either way, is held to the minimum upload
+ * rate (upload-pace.ts) while it is read. Built once per handler.
+ */
 export class RequestBodies {
   constructor(readonly replay: ReplayCapture, readonly paces: UploadPaces, readonly share: UploadShare) {}
 
