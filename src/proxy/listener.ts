@@ -16,6 +16,8 @@ export interface ListenerLimits {
   maxConnections: number;
   /** Most simultaneous connections from one source address; undefined = only `maxConnections`. */
   maxConnectionsPerSource?: number;
+  /** How long an idle kept-alive connection stays open after a response; 5 s when absent. */
+  keepAliveTimeoutMs?: number;
 }
 
 /** Why a connection was refused before any request was read. */
@@ -27,6 +29,8 @@ export interface ConnectionPolicy {
   admit?: (peer: string | undefined) => boolean;
   /** Counts each refused connection (a metric). */
   onRefused?: (reason: ConnectionRefusal) => void;
+  /** Sources `maxConnectionsPerSource` does not count (they still count towards `maxConnections`). */
+  exemptFromPerSource?: (peer: string | undefined) => boolean;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
   /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
@@ -91,7 +95,7 @@ export function createListener(
       // client hold a connection far longer than configured.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
-      keepAliveTimeout: 5000,
+      keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
       noDelay: true,
       requireHostHeader: true,
     },
@@ -207,7 +211,7 @@ function guardConnections(server: Server, perSource: number | undefined, policy:
     judged.add(socket);
     const peer = socket.remoteAddress;
     if (policy.admit && !policy.admit(peer)) return refuseConnection(socket, 'not_allowed', 403, 'forbidden');
-    if (perSource !== undefined) {
+    if (perSource !== undefined && !policy.exemptFromPerSource?.(peer)) {
       const key = peer ?? '';
       const count = (open.get(key) ?? 0) + 1;
       if (count > perSource) {

@@ -18,6 +18,7 @@ import { hasBody, RequestBodies, type RequestBody } from './request-body.js';
 import { UploadPaces } from './upload-pace.js';
 import { UploadShare } from './upload-share.js';
 import { isLocalSocket } from './local-socket.js';
+import { loggedPath } from './logged-path.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { sendJson } from '../shared/send-json.js';
@@ -121,7 +122,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       metrics.requestEnded();
       if (options.logRequests) {
         logger.info('request', {
-          method, route: route.name, status: res.headersSent ? res.statusCode : 499,
+          method, path: loggedPath(url), route: route.name, status: res.headersSent ? res.statusCode : 499,
           durationMs: Math.round(clock.now() - started), source,
         });
       }

@@ -11,7 +11,7 @@ export interface EgressProxy {
   /** Host and port of the proxy (an http:// proxy: the CONNECT request is plain text to it). */
   readonly host: string;
   readonly port: number;
-  /** The proxy's address for logs and messages, user name kept and password masked. */
+  /** The proxy's address for logs, /readyz and client messages: user name and password masked. */
   readonly display: string;
   /** Where it came from: `service.proxy`, `localization.proxy`, `HTTPS_PROXY`, ... */
   readonly source: string;
@@ -65,10 +65,19 @@ export function parseProxyUrl(text: string, source: string): EgressProxy {
   if (!url.hostname) throw new Error(`${source}: names no proxy host`);
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) throw new Error(`${source}: a proxy URL has no path, query or fragment`);
   const port = url.port ? Number(url.port) : 80;
-  const user = decodeURIComponent(url.username);
-  const urlAuth = url.username || url.password ? `${user}:${decodeURIComponent(url.password)}` : undefined;
+  let user: string;
+  let password: string;
+  try {
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    // decodeURIComponent's own message is "URI malformed", naming neither the variable nor the key.
+    throw new Error(`${source}: the user name or password has a malformed % escape (write % as %25)`);
+  }
+  const urlAuth = url.username || url.password ? `${user}:${password}` : undefined;
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  const shown = `http://${user ? `${url.username}${url.password ? ':***' : ''}@` : ''}${url.hostname}:${port}`;
+  // The user name is masked like the password: some providers put a key in it.
+  const shown = `http://${url.username || url.password ? `***${url.password ? ':***' : ''}@` : ''}${url.hostname}:${port}`;
   return { host, port, display: shown, source, urlAuth };
 }
 

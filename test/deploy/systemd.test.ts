@@ -92,6 +92,16 @@ describe('systemd unit', () => {
     assert.deepEqual(unit.get('Unit')?.get('Documentation'), ['file:/usr/lib/node_modules/b2b-sidecar/README.md']);
   });
 
+  it('suggests no install path under a home directory, which ProtectHome=yes hides from the service', () => {
+    assert.equal(value('ProtectHome'), 'yes');
+    const comments = unitText.split('\n').filter((l) => l.startsWith('#')).join(' ');
+    for (const m of comments.matchAll(/(~\/|\/home\/|\/root\/)\S*/g)) {
+      // Only ever named as a place that does not work.
+      const around = comments.slice(Math.max(0, m.index - 200), m.index + 200);
+      assert.match(around, /ProtectHome=yes hides/, `a home path offered as an install location: ${m[0]}`);
+    }
+  });
+
   it('passes the credentials with LoadCredential= and points the *_FILE env vars at the copies', () => {
     assert.deepEqual(values('LoadCredential').sort(), ['api-key:/etc/b2b-sidecar/api-key', 'password:/etc/b2b-sidecar/password']);
     const env = values('Environment');
