@@ -1,6 +1,7 @@
 /**
  * proxy/: the request path on the listener: the listener and its protocol checks, this handler,
- * attachments and route credentials, target checks, the body plan and replay copy.
+ * attachments and route credentials, target checks, the request body (received whole, or
+ * streamed within a per-source share; paced) and its replay copy.
  * May import: shared/, observability/, upstream/, and token/ only through the token manager.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -77,8 +78,8 @@ const GUARD_DECISION = Symbol('b2b-sidecar.guard');
 type GuardedSocket = { [GUARD_DECISION]?: boolean };
 
 /**
- * The per-request path: guard → target check → route → credentials → body plan → upstream →
- * (one replay after a 401) → response. Plain `http` handler; express stays off this path
+ * The per-request path: guard → target check → route → request body (whole, or its share) →
+ * credentials → upstream → (one replay after a 401) → response. Plain `http` handler; express stays off this path
  * because it doubles the CPU per request.
  */
 export function createProxyHandler(options: ProxyHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
