@@ -8,6 +8,10 @@ import { startUpstream } from '../helpers/upstream.js';
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !check(); i++) await pause(10);
+}
+
 /** A service that reads the body, then answers its length and hash; what framing it saw is in `seen`. */
 const hashingUpstream = () => startUpstream((req, res) => {
   const chunks: Buffer[] = [];
@@ -19,10 +23,10 @@ const hashingUpstream = () => startUpstream((req, res) => {
 });
 
 /** A POST whose body the test writes piece by piece; resolves with the answer. */
-function upload(port: number, headers: Record<string, string>) {
+function upload(port: number, headers: Record<string, string>, localAddress = '127.0.0.1') {
   let resolve!: (a: { status: number; body: string }) => void;
   const answer = new Promise<{ status: number; body: string }>((r) => { resolve = r; });
-  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/pub/b2b/v1/echo', headers, agent: false }, (res) => {
+  const req = request({ host: '127.0.0.1', port, localAddress, method: 'POST', path: '/pub/b2b/v1/echo', headers, agent: false }, (res) => {
     const chunks: Buffer[] = [];
     res.on('data', (c: Buffer) => chunks.push(c));
     res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
@@ -77,6 +81,35 @@ for (const engine of ENGINES) {
       const cut = await stalled.answer;
       stalled.req.destroy();
       assert.equal(cut.status, 504, 'no progress for longer than the header deadline');
+    });
+
+    it('streamed bodies wait for their source\'s share of maxSockets; another source is not held back', async (t) => {
+      const up = await hashingUpstream();
+      t.after(() => up.close());
+      // 4 sockets, a share of ½: two streams per source at once.
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { proxy: { maxSockets: 4, streamedUploadShare: 0.5 }, guard: { allow: ['127.0.0.0/8'] } } });
+      t.after(() => s.stop());
+      await waitReady(s);
+      const chunked = { 'transfer-encoding': 'chunked' };
+      const a = [upload(s.port, chunked), upload(s.port, chunked), upload(s.port, chunked)];
+      t.after(() => { for (const u of a) u.req.destroy(); });
+      for (const [i, u] of a.entries()) u.req.write(`a${i}`);
+      await until(() => up.seen.length >= 2);
+      await pause(200);
+      assert.equal(up.seen.length, 2, 'the third stream of 127.0.0.1 waits');
+      const b = upload(s.port, chunked, '127.0.0.2');
+      t.after(() => b.req.destroy());
+      b.req.write('b0');
+      await until(() => up.seen.length >= 3);
+      assert.equal(up.seen.length, 3, 'another source streams at once');
+      // One of the first two completes: the waiting one starts, with its whole body.
+      a[0]!.req.end();
+      assert.equal((await a[0]!.answer).status, 200);
+      await until(() => up.seen.length >= 4);
+      a[2]!.req.end('-end');
+      const third = await a[2]!.answer;
+      assert.equal(third.status, 200);
+      assert.equal(JSON.parse(third.body).sha, sha(Buffer.from('a2-end')));
     });
   });
 }
