@@ -37,7 +37,8 @@ export function resolveEgress(setting: string | undefined, key: string, target: 
   const found = firstSet(env, [`${scheme}_proxy`, `${scheme.toUpperCase()}_PROXY`]);
   if (!found) return { direct: `no ${key}, no ${scheme.toUpperCase()}_PROXY in the environment` };
   const noProxy = firstSet(env, ['no_proxy', 'NO_PROXY']);
-  if (noProxy && noProxyMatches(noProxy.value, target)) return { direct: `${target.hostname} is in ${noProxy.name}` };
+  const entry = noProxy && noProxyEntry(noProxy.value, target);
+  if (noProxy && entry) return { direct: describeNoProxyMatch(entry, noProxy.name, target) };
   return { proxy: parseProxyUrl(found.value, found.name) };
 }
 
@@ -87,15 +88,28 @@ export function parseProxyUrl(text: string, source: string): EgressProxy {
  * subdomains (a leading `.` or `*.` is ignored); an entry with `:port` matches that port only.
  */
 export function noProxyMatches(list: string, target: URL): boolean {
+  return noProxyEntry(list, target) !== undefined;
+}
+
+/** Why a NO_PROXY entry sends `target` direct, as the entry says it: `*` covers every host. */
+function describeNoProxyMatch(entry: string, name: string, target: URL): string {
+  if (entry === '*') return `${name} is *, so every host goes direct`;
+  const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return entry === host ? `${target.hostname} is in ${name}` : `${target.hostname} matches ${entry} in ${name}`;
+}
+
+/** The first entry of a NO_PROXY list that matches `target`, as written (lower-cased), or undefined. */
+function noProxyEntry(list: string, target: URL): string | undefined {
   const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const port = target.port || (target.protocol === 'http:' ? '80' : '443');
   const ip = ipaddr.isValid(host) ? ipaddr.parse(host) : undefined;
   for (const raw of list.split(/[\s,]+/)) {
-    let entry = raw.trim().toLowerCase();
+    const written = raw.trim().toLowerCase();
+    let entry = written;
     if (!entry) continue;
-    if (entry === '*') return true;
+    if (entry === '*') return written;
     if (entry.includes('/')) {
-      if (ip && cidrContains(entry, ip)) return true;
+      if (ip && cidrContains(entry, ip)) return written;
       continue;
     }
     let entryPort: string | undefined;
@@ -104,13 +118,13 @@ export function noProxyMatches(list: string, target: URL): boolean {
     else if (/^[^:]+:\d+$/.test(entry)) [entry, entryPort] = entry.split(':') as [string, string];
     if (entryPort && entryPort !== port) continue;
     if (ipaddr.isValid(entry)) {
-      if (ip && sameAddress(ipaddr.parse(entry), ip)) return true;
+      if (ip && sameAddress(ipaddr.parse(entry), ip)) return written;
       continue;
     }
     const name = entry.replace(/^\*?\./, '');
-    if (host === name || host.endsWith(`.${name}`)) return true;
+    if (host === name || host.endsWith(`.${name}`)) return written;
   }
-  return false;
+  return undefined;
 }
 
 function cidrContains(entry: string, ip: ipaddr.IPv4 | ipaddr.IPv6): boolean {

@@ -46,7 +46,11 @@ describe('which proxy carries an upstream (curl\'s and Go\'s rules)', () => {
     ];
     for (const [list, url, expected] of cases) assert.equal(noProxyMatches(list, new URL(url)), expected, `${list} vs ${url}`);
     const env = { HTTPS_PROXY: 'http://p:1', no_proxy: 'vendor.example' };
-    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, env), { direct: 'api.vendor.example is in no_proxy' });
+    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, env), { direct: 'api.vendor.example matches vendor.example in no_proxy' });
+    // Said as the entry says it: `*` is every host, not "the host is in the list".
+    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, { HTTPS_PROXY: 'http://p:1', NO_PROXY: '*' }), { direct: 'NO_PROXY is *, so every host goes direct' });
+    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, { HTTPS_PROXY: 'http://p:1', NO_PROXY: 'localhost,API.vendor.example' }), { direct: 'api.vendor.example is in NO_PROXY' });
+    assert.deepEqual(resolveEgress(undefined, 'k', new URL('https://10.1.2.3'), { HTTPS_PROXY: 'http://p:1', NO_PROXY: '10.0.0.0/8' }), { direct: '10.1.2.3 matches 10.0.0.0/8 in NO_PROXY' });
     // An explicit setting is explicit: NO_PROXY belongs to the environment's proxy.
     assert.equal(resolveEgress('http://p:1', 'k', SERVICE, env).proxy?.host, 'p');
   });
