@@ -6,8 +6,7 @@ import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js'
 import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
-import { chmodSync, chownSync } from 'node:fs';
-import { clearStaleSocket, LOCAL_SOCKET } from './local-socket.js';
+import { clearStaleSocket, createSocketFile, LOCAL_SOCKET } from './local-socket.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -42,8 +41,8 @@ export interface Listener {
   listen(host: string, port: number): Promise<number>;
   /**
    * Listens on a unix socket at `path` instead: a stale socket is replaced only if nothing answers
-   * on it; the file is created with `mode` (under a matching umask, so it is never more open) and
-   * given `gid` when set. Pair with the `local` connection policy.
+   * on it; the file gets `mode` and `gid` (when set) before it appears at `path`, and nothing is
+   * done through `path` (local-socket.ts createSocketFile). Pair with the `local` connection policy.
    */
   listenPath(path: string, mode: number, gid?: number): Promise<void>;
   /** Stops accepting, lets in-flight requests finish for up to `timeoutMs`, then cuts the rest. */
@@ -153,20 +152,13 @@ export function createListener(
     },
     async listenPath(path, mode, gid) {
       await clearStaleSocket(path);
-      const previous = process.umask(0o777 & ~mode);
-      try {
-        await new Promise<void>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(path, () => {
-            server.off('error', reject);
-            resolve();
-          });
+      await createSocketFile(path, mode, gid, (at) => new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(at, () => {
+          server.off('error', reject);
+          resolve();
         });
-      } finally {
-        process.umask(previous);
-      }
-      chmodSync(path, mode);
-      if (gid !== undefined) chownSync(path, -1, gid);
+      }));
     },
     async close(timeoutMs = 0) {
       if (!server.listening) return;
