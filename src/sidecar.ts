@@ -151,7 +151,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       metrics.listenerStarted(listener);
       return { onOpen: () => metrics.connectionOpened(listener), onClose: () => metrics.connectionClosed(listener) };
     };
-    const proxyListener = createListener(handler, config.proxy, logger, { onRefused: (reason) => metrics.connectionRefused('proxy', reason), ...counted('proxy') });
+    const now = () => clock.now();
+    const proxyListener = createListener(handler, config.proxy, logger, {
+      onRefused: (reason) => metrics.connectionRefused('proxy', reason), ...counted('proxy'),
+      full: { listener: 'proxy', remedy: 'raise proxy.maxConnections if the clients are expected', now },
+    });
     listener = proxyListener;
     const adminGuard = compileIpGuard(config.admin.allow);
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
@@ -166,6 +170,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       admit: adminAllows,
       onRefused: (reason) => metrics.connectionRefused('admin', reason),
       ...counted('admin'),
+      full: { listener: 'admin', remedy: 'the admin listener takes 64 connections (fixed): find the clients holding them; admin.maxConnectionsPerSource bounds each source', now },
     });
     // Each registered before it binds: a stop() racing the bind still closes it.
     const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
@@ -173,7 +178,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const socketPath = config.listen.socket;
     if (socketPath) {
       // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
-      const onSocket = createListener(handler, config.proxy, logger, { local: true, ...counted('socket') });
+      const onSocket = createListener(handler, config.proxy, logger, {
+        local: true, ...counted('socket'),
+        onRefused: (reason) => metrics.connectionRefused('socket', reason),
+        full: { listener: 'socket', remedy: 'raise proxy.maxConnections if the clients are expected (the socket has its own count)', now },
+      });
       socketListener = onSocket;
       let ours = false; // only a file this process made is removed: not a live one it refused to take
       await group.started(

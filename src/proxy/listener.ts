@@ -7,6 +7,7 @@ import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
 import { clearStaleSocket, createSocketFile, LOCAL_SOCKET } from './local-socket.js';
+import { fullListenerLogger, type FullListenerReport } from './full-listener.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -17,8 +18,8 @@ export interface ListenerLimits {
   maxConnectionsPerSource?: number;
 }
 
-/** Why a connection was refused before any request was read. */
-export type ConnectionRefusal = 'not_allowed' | 'per_source_limit';
+/** Why a connection was refused before any request was read (`max_connections`: Node dropped it, the listener being full). */
+export type ConnectionRefusal = 'not_allowed' | 'per_source_limit' | 'max_connections';
 
 /** Decisions taken when a connection opens, before Node's parser sees a byte. */
 export interface ConnectionPolicy {
@@ -28,6 +29,8 @@ export interface ConnectionPolicy {
   onRefused?: (reason: ConnectionRefusal) => void;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
+  /** Reports connections dropped because the listener holds `maxConnections` (a log line at most once a minute). */
+  full?: FullListenerReport;
   /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
   onOpen?: () => void;
   onClose?: () => void;
@@ -109,6 +112,13 @@ export function createListener(
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
+  // Past maxConnections Node closes each new connection at once and says so only through 'drop'
+  // (docs/traps.md T42): count it and say it, or a full listener is invisible.
+  const logFull = policy.full ? fullListenerLogger(logger, limits.maxConnections, policy.full) : undefined;
+  server.on('drop', () => {
+    policy.onRefused?.('max_connections');
+    logFull?.();
+  });
   const { onOpen, onClose } = policy;
   if (onOpen && onClose) {
     server.prependListener('connection', (socket: Socket) => {
