@@ -78,7 +78,7 @@ function parseArgs(argv: string[]): Options {
       case '--connections': o.connections = num(a, next(), 1, 500); break;
       case '--churn-clients': o.churnClients = num(a, next(), 0, 200); break;
       case '--revoke-every': o.revokeEvery = num(a, next(), 1, 3600); break;
-      case '--reset-every': o.resetEvery = num(a, next(), 1, 3600); break;
+      case '--reset-every': o.resetEvery = num(a, next(), 0, 3600); break;
       case '--ttl': o.ttl = num(a, next(), 2, 3600); break;
       case '--sample-every': o.sampleEvery = num(a, next(), 1, 600); break;
       case '--direct': o.direct = true; break;
@@ -190,7 +190,7 @@ async function main(): Promise<number> {
         revokeErrors++;
       }
     });
-    const resetter = every(opts.resetEvery, () => void proxy.resetIdle(RESET_IDLE_MS));
+    const resetter = opts.resetEvery > 0 ? every(opts.resetEvery, () => void proxy.resetIdle(RESET_IDLE_MS)) : Promise.resolve();
     const samples: Sample[] = [];
     const sampler = every(sampleEvery, async () => {
       const s = await sample(pid, sc!.adminPort, elapsed());
@@ -270,7 +270,7 @@ async function main(): Promise<number> {
       ['server-side revocations', `${revocations}${revokeErrors ? ` (${revokeErrors} failed)` : ''}`],
       ['gentoken calls (simulator stats)', `${d('tokenRequests')} (${d('tokensIssued')} issued)`],
       ['upstream 401s (revoked token presented; replayed by the sidecar)', `${d('unauthorizedApiRequests')} (${d('revokedTokenPresented')} revoked, ${d('expiredTokenPresented')} expired)`],
-      ['forward proxy (service.proxy)', `${pstats.tunnels} tunnels, ${pstats.resets} reset after ${RESET_IDLE_MS} ms idle (checked every ${opts.resetEvery} s)`],
+      ['forward proxy (service.proxy)', `${pstats.tunnels} tunnels, ${pstats.resets} reset after ${RESET_IDLE_MS} ms idle (${opts.resetEvery > 0 ? `checked every ${opts.resetEvery} s` : 'resets off'})`],
       ['credential rotations (password file replaced)', `${rotationsApplied} of ${rotations.length} applied, at ${rotations.join(', ') || '—'}`],
       ['samples', `${samples.length}, every ${sampleEvery} s; ${half.length} in the second half`],
       ['sidecar warn/error log lines', warnLines.length ? `${warnLines.length}: ${[...distinct].slice(0, 6).map(([k, n]) => `${n}× ${k}`).join('; ')}` : '0'],
