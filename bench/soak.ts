@@ -45,11 +45,14 @@ const MEASURES = {
 type Measure = keyof typeof MEASURES;
 
 /**
- * Growth per hour allowed over the second half of the run, in the report's units. A day at these
- * rates stays within a container's headroom (24 × 4 MB ≈ 96 MB of RSS); the heap bound is tighter
- * because heap growth is what a leak in the sidecar's own code looks like.
+ * Growth per hour allowed over the second half of the run, in the report's units (bench/README.md).
+ * USS is the leak signal: a day at 4 MB/h (~96 MB) still fits the Kubernetes example's 256 Mi limit.
+ * RSS also counts file pages shared with other processes, which come and go with the host's memory
+ * pressure, so its bound is looser. Heap growth is what a leak in the sidecar's own code looks like.
+ * The event-loop delay under a saturating load follows the host's load; 50 ms/h catches work per
+ * tick that grows (a list scanned per request) without reading a busier host as a leak.
  */
-export const SLOPE_BOUNDS: Record<Measure, number> = { rss: 4, uss: 4, heapUsed: 2, fds: 5, loopP99: 5 };
+export const SLOPE_BOUNDS: Record<Measure, number> = { rss: 8, uss: 4, heapUsed: 2, fds: 5, loopP99: 50 };
 
 type Sample = { t: number } & Record<Measure, number>;
 
