@@ -16,6 +16,8 @@ export interface ListenerLimits {
   maxConnections: number;
   /** Most simultaneous connections from one source address; undefined = only `maxConnections`. */
   maxConnectionsPerSource?: number;
+  /** How long an idle kept-alive connection stays open after a response; 5 s when absent. */
+  keepAliveTimeoutMs?: number;
 }
 
 /** Why a connection was refused before any request was read (`max_connections`: Node dropped it, the listener being full). */
@@ -27,6 +29,8 @@ export interface ConnectionPolicy {
   admit?: (peer: string | undefined) => boolean;
   /** Counts each refused connection (a metric). */
   onRefused?: (reason: ConnectionRefusal) => void;
+  /** Sources `maxConnectionsPerSource` does not count (they still count towards `maxConnections`). */
+  exemptFromPerSource?: (peer: string | undefined) => boolean;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
   /** Reports connections dropped because the listener holds `maxConnections` (a log line at most once a minute). */
@@ -93,7 +97,7 @@ export function createListener(
       // client hold a connection far longer than configured.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
-      keepAliveTimeout: 5000,
+      keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
       noDelay: true,
       requireHostHeader: true,
     },
@@ -113,7 +117,7 @@ export function createListener(
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
   // Past maxConnections Node closes each new connection at once and says so only through 'drop'
-  // (docs/traps.md T44): count it and say it, or a full listener is invisible.
+  // (docs/traps.md T51): count it and say it, or a full listener is invisible.
   const logFull = policy.full ? fullListenerLogger(logger, limits.maxConnections, policy.full) : undefined;
   server.on('drop', () => {
     policy.onRefused?.('max_connections');
@@ -209,7 +213,7 @@ function guardConnections(server: Server, perSource: number | undefined, policy:
     judged.add(socket);
     const peer = socket.remoteAddress;
     if (policy.admit && !policy.admit(peer)) return refuseConnection(socket, 'not_allowed', 403, 'forbidden');
-    if (perSource !== undefined) {
+    if (perSource !== undefined && !policy.exemptFromPerSource?.(peer)) {
       const key = peer ?? '';
       const count = (open.get(key) ?? 0) + 1;
       if (count > perSource) {

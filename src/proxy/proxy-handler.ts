@@ -17,6 +17,7 @@ import type { ReplayBudget } from './replay-body.js';
 import { planBody, type BodyPlan } from './request-body.js';
 import { UploadPaces } from './upload-pace.js';
 import { isLocalSocket } from './local-socket.js';
+import { loggedPath } from './logged-path.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { sendJson } from '../shared/send-json.js';
@@ -114,7 +115,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       metrics.requestEnded();
       if (options.logRequests) {
         logger.info('request', {
-          method, route: route.name, status: res.headersSent ? res.statusCode : 499,
+          method, path: loggedPath(url), route: route.name, status: res.headersSent ? res.statusCode : 499,
           durationMs: Math.round(clock.now() - started), source,
         });
       }

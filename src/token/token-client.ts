@@ -191,7 +191,7 @@ function scrub(message: string, c: Credentials): string {
   return out;
 }
 
-const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME/;
+const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME|KEY_TOO_SMALL/;
 const DNS_CODE = /^(ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NODATA|EAI_NONAME)$/;
 const TIMEOUT_CODE = /^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
@@ -205,7 +205,15 @@ const TLS_MEANING: Readonly<Record<string, string>> = {
   CERT_HAS_EXPIRED: 'the server certificate has expired',
   CERT_NOT_YET_VALID: 'the server certificate is not valid yet (check this host\'s clock)',
   ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate is not issued for this host name',
+  EE_KEY_TOO_SMALL: 'the server certificate key is too small (Node needs RSA 2048 bits or more; doctor names its size)',
+  CA_KEY_TOO_SMALL: 'a CA key in the server certificate chain is too small (Node needs RSA 2048 bits or more)',
 };
+
+/** Node (24.5+) reports a key under OpenSSL's security level as `UNSPECIFIED`; its text says which (docs/traps.md T48). */
+function weakKeyCode(err: unknown): string | undefined {
+  const message = (err as Error | undefined)?.message ?? '';
+  return /EE certificate key too weak/i.test(message) ? 'EE_KEY_TOO_SMALL' : /CA certificate key too weak/i.test(message) ? 'CA_KEY_TOO_SMALL' : undefined;
+}
 
 /**
  * A handshake_failure alert from the server is its verdict on this client (most often: it requires
@@ -256,7 +264,7 @@ function tlsMessage(code: string, err: unknown): string {
   const issuer = name(cert?.issuer);
   const about = [subject && `subject ${subject}`, issuer && `issuer ${issuer}`].filter(Boolean).join(', ');
   const meaning = TLS_MEANING[code] ?? 'the server certificate could not be verified';
-  return `TLS: ${code}: ${meaning}${about ? ` (${about})` : ''}; check service.caFile`;
+  return `TLS: ${code}: ${meaning}${about ? ` (${about})` : ''}; ${/KEY_TOO_SMALL/.test(code) ? 'only the vendor can replace it' : 'check service.caFile'}`;
 }
 
 /** Maps whatever the request threw to one of the token errors, with a short, secret-free message and a kind. */
@@ -267,7 +275,7 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   // The forward proxy failed, not the auth server: its own message names the proxy and the setting.
   if (err instanceof EgressProxyError) return new TokenRequestError(err.message, { cause: err, kind: 'egress_proxy' });
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
-  const code = (err as { code?: string } | undefined)?.code;
+  const code = weakKeyCode(err) ?? (err as { code?: string } | undefined)?.code;
   if (code && DNS_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'dns' });
   if (code === 'ECONNREFUSED') return new TokenRequestError('auth server unreachable: ECONNREFUSED', { cause: err, kind: 'connection_refused' });
   if (code && TIMEOUT_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'timeout' });
