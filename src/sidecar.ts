@@ -9,7 +9,6 @@ import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type AnyListener, type Metrics } from './observability/metrics.js';
 import { createListener, type Listener } from './proxy/listener.js';
 import { groupId } from './proxy/local-socket.js';
-import { rmSync } from 'node:fs';
 import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
 import { ReplayBudget } from './proxy/replay-body.js';
 import { startServicePart, tokenClientOptions, transportOptions, type ServicePart } from './service/service-part.js';
@@ -202,15 +201,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
         full: { listener: 'socket', remedy: 'raise proxy.maxConnections if the clients are expected (the socket has its own count)', now },
       });
       socketListener = onSocket;
-      // Registered before it binds, like the TCP listeners: a failure after the file exists
-      // (its mode or group refused) must still close the listener and remove the file, or the
-      // open listener keeps a process that could not start alive. Only a file this listener
-      // made is removed, never a live one it refused to take (listening says it made one).
-      await group.started(onSocket, async () => {
-        const ours = onSocket.server.listening;
-        await onSocket.close(0);
-        if (ours) rmSync(socketPath, { force: true });
-      });
+      // Registered before it binds, like the TCP listeners: a failure after it bound (its mode or
+      // group refused, the path taken meanwhile) must still close the listener, or the open
+      // listener keeps a process that could not start alive. close() removes the socket file
+      // only if this listener put it there, never a live one it refused to take.
+      await group.started(onSocket, () => onSocket.close(0));
       const socketGroup = config.listen.socketGroup;
       await Promise.resolve()
         .then(() => onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), socketGroup ? groupId(socketGroup) : undefined))

@@ -6,7 +6,7 @@ import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js'
 import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
-import { clearStaleSocket, createSocketFile, LOCAL_SOCKET } from './local-socket.js';
+import { clearStaleSocket, createSocketFile, LOCAL_SOCKET, removeSocketFile, type SocketFile } from './local-socket.js';
 import { fullListenerLogger, type FullListenerReport } from './full-listener.js';
 
 export interface ListenerLimits {
@@ -49,7 +49,8 @@ export interface Listener {
   /**
    * Listens on a unix socket at `path` instead: a stale socket is replaced only if nothing answers
    * on it; the file gets `mode` and `gid` (when set) before it appears at `path`, and nothing is
-   * done through `path` (local-socket.ts createSocketFile). Pair with the `local` connection policy.
+   * done through `path` (local-socket.ts createSocketFile). `close()` removes that file, and only
+   * it. Pair with the `local` connection policy.
    */
   listenPath(path: string, mode: number, gid?: number): Promise<void>;
   /** Stops accepting, lets in-flight requests finish for up to `timeoutMs`, then cuts the rest. */
@@ -150,6 +151,12 @@ export function createListener(
     else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
   });
 
+  // The unix socket this listener linked into place (listenPath): removed when it closes.
+  let socketFile: SocketFile | undefined;
+  const removeOwnSocket = (): void => {
+    if (socketFile) removeSocketFile(socketFile);
+    socketFile = undefined;
+  };
   return {
     server,
     get inflight() {
@@ -166,7 +173,7 @@ export function createListener(
     },
     async listenPath(path, mode, gid) {
       await clearStaleSocket(path);
-      await createSocketFile(path, mode, gid, (at) => new Promise<void>((resolve, reject) => {
+      socketFile = await createSocketFile(path, mode, gid, (at) => new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(at, () => {
           server.off('error', reject);
@@ -175,7 +182,7 @@ export function createListener(
       }));
     },
     async close(timeoutMs = 0) {
-      if (!server.listening) return;
+      if (!server.listening) return removeOwnSocket();
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
@@ -186,6 +193,7 @@ export function createListener(
       }
       server.closeAllConnections();
       await closed;
+      removeOwnSocket();
     },
   };
 }

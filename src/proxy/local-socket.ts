@@ -46,7 +46,7 @@ export async function clearStaleSocket(path: string): Promise<void> {
  * `path` itself, so a symlink (or any file) someone swaps in there is never followed or replaced:
  * the link fails with EEXIST instead. The private directory is removed whatever happens.
  */
-export async function createSocketFile(path: string, mode: number, gid: number | undefined, bind: (at: string) => Promise<void>): Promise<void> {
+export async function createSocketFile(path: string, mode: number, gid: number | undefined, bind: (at: string) => Promise<void>): Promise<SocketFile> {
   const dir = mkdtempSync(join(dirname(path), PRIVATE_DIR_PREFIX));
   const at = join(dir, 's');
   try {
@@ -59,8 +59,31 @@ export async function createSocketFile(path: string, mode: number, gid: number |
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${path} appeared while the socket was being created: not replaced`);
       throw err;
     }
+    const { dev, ino } = lstatSync(at);
+    return { path, dev, ino };
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The socket file a listener put at `path`: removed on close only while `path` still names it. */
+export interface SocketFile {
+  readonly path: string;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+/**
+ * Removes the socket this process made, and nothing else: the server's close unlinks only the path
+ * it bound (in the private directory, already gone), and whatever has since been put at `path`
+ * (another sidecar's live socket, someone's file) stays.
+ */
+export function removeSocketFile(file: SocketFile): void {
+  try {
+    const now = lstatSync(file.path);
+    if (now.dev === file.dev && now.ino === file.ino) unlinkSync(file.path);
+  } catch {
+    // already gone
   }
 }
 

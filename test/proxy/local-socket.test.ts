@@ -41,6 +41,8 @@ describe('the unix socket is created safe (local-socket.ts createSocketFile)', (
     assert.equal(after.gid, before.gid, 'the target\'s group is untouched');
     assert.equal(readlinkSync(path), target, 'the attacker\'s symlink is neither followed nor replaced');
     assert.deepEqual(readdirSync(dir).sort(), ['root-only', 'sidecar.sock'], 'the private directory is gone');
+    await listener.close();
+    assert.equal(readlinkSync(path), target, 'closing removes only a socket it made, not what is at the path');
   });
 
   it('the socket appears at its path with its mode and group already set, and the private directory is removed', async (t) => {
@@ -67,6 +69,8 @@ describe('the unix socket is created safe (local-socket.ts createSocketFile)', (
       socket.end('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     });
     assert.match(answer, /^HTTP\/1\.1 200 /);
+    await listener.close();
+    assert.deepEqual(readdirSync(dir), [], 'closing removes the socket it made');
   });
 
   it('a directory other users can write is refused unless it is sticky and owned by the sidecar\'s user or root', () => {
