@@ -36,6 +36,11 @@ export interface SidecarDeps {
   env?: Readonly<Record<string, string | undefined>>;
   /** Called once when a drain or stop begins, whoever started it (systemd's STOPPING=1). */
   onDrain?: () => void;
+  /**
+   * Loads the localization part's module (a dynamic import by default, so a sidecar without
+   * `localization` never reads it). Tests pass their own to hold start-up at that step.
+   */
+  loadLocalizationPart?: () => Promise<typeof import('./localization/localization-part.js')>;
 }
 
 export interface Sidecar {
@@ -147,7 +152,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const l10n = config.localization;
     if (l10n) {
       // Loaded only when configured: the localization schema and poller cost start-up time.
-      const { startLocalizationPart } = await import('./localization/localization-part.js');
+      const { startLocalizationPart } = await (deps.loadLocalizationPart ?? (() => import('./localization/localization-part.js')))();
       // A signal during the import (the first start of a process reads the module from disk):
       // give up before making the part.
       group.alive();

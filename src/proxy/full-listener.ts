@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger.js';
 
-/** How a full listener is reported (docs/traps.md T51): who it is, what to raise, and the clock. */
+/** How a full listener is reported (docs/traps.md T52): who it is, what to raise, and the clock. */
 export interface FullListenerReport {
   /** The listener's name in the log line: `proxy`, `socket`, `admin`. */
   readonly listener: string;

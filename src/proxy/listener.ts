@@ -118,7 +118,7 @@ export function createListener(
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
   // Past maxConnections Node closes each new connection at once and says so only through 'drop'
-  // (docs/traps.md T51): count it and say it, or a full listener is invisible.
+  // (docs/traps.md T52): count it and say it, or a full listener is invisible.
   const logFull = policy.full ? fullListenerLogger(logger, limits.maxConnections, policy.full) : undefined;
   server.on('drop', () => {
     policy.onRefused?.('max_connections');

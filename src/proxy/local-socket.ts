@@ -40,7 +40,7 @@ export async function clearStaleSocket(path: string): Promise<void> {
 }
 
 /**
- * Creates the socket at `path` safe from the start (docs/traps.md T49): `bind` listens in a
+ * Creates the socket at `path` safe from the start (docs/traps.md T50): `bind` listens in a
  * directory this process has just made (mode 0700, nobody else can enter it), the file gets its
  * mode and group there, and a hard link then puts it at `path`. Nothing is ever changed through
  * `path` itself, so a symlink (or any file) someone swaps in there is never followed or replaced:

@@ -220,8 +220,8 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     };
     const answered = (upstream: UpstreamResponse): void | Promise<void> => {
       if (upstream.status !== 401 || !route.credentials.renewAfterUnauthorized) {
-        // Not a 401: the service took the token (the 401 rules start over, rejection-policy.ts).
-        route.credentials.accepted?.(credentials);
+        // Every answer feeds the rules that judge the token and token.attach (answer-rules.ts).
+        route.credentials.answered?.(credentials, upstream.status, path);
         return deliver(upstream);
       }
       metrics.upstreamUnauthorized();
@@ -271,7 +271,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const replayed = await resend(renewed);
     if (!replayed) return held;
     if (replayed.status === 401) metrics.upstreamUnauthorized();
-    else route.credentials.accepted?.(renewed);
+    route.credentials.answered?.(renewed, replayed.status, path, credentials);
     return replayed;
   }
 

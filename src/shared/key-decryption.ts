@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 /**
  * Decrypts a private key on a worker thread, so that its key derivation (PBKDF2 or scrypt, chosen
  * by whoever encrypted the file) never stalls the event loop: /healthz, the token loop and every
- * proxied request keep running meanwhile (docs/traps.md T50). The worker is plain CommonJS given as
+ * proxied request keep running meanwhile (docs/traps.md T51). The worker is plain CommonJS given as
  * text, so it runs the same from src/ and from the bundle; it sends back a KeyObject (Node clones
  * those between threads), or the error's code.
  */

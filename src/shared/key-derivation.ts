@@ -1,6 +1,6 @@
 /**
  * What decrypting a PKCS#8 key costs, read from its own header before anything decrypts it
- * (docs/traps.md T50). An `ENCRYPTED PRIVATE KEY` names its key derivation and that derivation's
+ * (docs/traps.md T51). An `ENCRYPTED PRIVATE KEY` names its key derivation and that derivation's
  * work factor in clear: PBKDF2's iteration count (PBES2, what `openssl pkcs8 -v2` writes), scrypt's
  * N, r and p, or the older PBES1 / PKCS#12 iteration count. OpenSSL accepts counts up to 2³¹−1,
  * minutes of CPU per decryption; the sidecar refuses more than these bounds with a message.
