@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createListener } from '../../src/proxy/listener.js';
 import { socketDirectoryProblem } from '../../src/config/socket-directory.js';
+import { validateConfig } from '../../src/config/validate-config.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 
 const LIMITS = { requestTimeoutMs: 10_000, headersTimeoutMs: 5_000, maxHeaderBytes: 16 * 1024, maxConnections: 16 };
@@ -92,5 +93,13 @@ describe('the unix socket is created safe (local-socket.ts createSocketFile)', (
       else assert.equal(problem, undefined, name);
     }
   });
-});
 
+  it('a socket path too long for the private directory next to it is refused by the config check', (t) => {
+    const dir = scratch(t);
+    const deep = join(dir, 'd'.repeat(Math.max(1, 100 - dir.length)));
+    mkdirSync(deep);
+    const config = (socket: string) => () => validateConfig({ listen: { socket }, service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'k-123456', password: 'p-123456' } });
+    assert.throws(config(join(deep, 's.sock')), /listen\.socket \(B2B_LISTEN_SOCKET\): is too long for a unix socket: its directory may have at most 93 bytes/);
+    assert.doesNotThrow(config(join(dir, 's.sock')));
+  });
+});
