@@ -3,6 +3,7 @@ import { ConfigError, TokenUnauthorizedError } from '../shared/errors.js';
 import { createLogger } from '../observability/logger.js';
 import { SecretSet } from '../shared/secrets.js';
 import { tokenClientOn } from '../service/service-part.js';
+import type { TokenClient } from '../token/token-client.js';
 import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
 import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
@@ -46,8 +47,10 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
     return EXIT_FAILURE;
   }
   let upstream: Upstream;
+  let client: TokenClient;
   try {
     upstream = await openUpstream('service', config.service, { env: io.env, secrets });
+    client = tokenClientOn(config, upstream);
   } catch (err) {
     // A CA file, proxy or client certificate run would refuse too (check-config names the key).
     store.close();
@@ -55,7 +58,7 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
     return EXIT_USAGE;
   }
   try {
-    const result = await tokenClientOn(config, upstream).requestToken(store.current());
+    const result = await client.requestToken(store.current());
     io.stdout.write(args.json ? `${JSON.stringify(result, null, 2)}\n` : `${result.token}\n`);
     return EXIT_OK;
   } catch (err) {
