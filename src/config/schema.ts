@@ -20,6 +20,8 @@ const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };
 /** The file's contents are re-read on change and on SIGHUP (every other key needs a restart). */
 const reread = { 'x-reload': 'file re-read' };
+/** The file holds a secret: run and check-config warn when every local user can read it. */
+const secretFile = { 'x-secret-file': true };
 
 /** Node fires a timer longer than 2^31-1 ms after 1 ms (docs/traps.md T15): no duration may exceed it. */
 const millis = { maximum: MAX_TIMER_MS };
@@ -96,9 +98,9 @@ export const ConfigSchema = Type.Object(
     credentials: Type.Object(
       {
         apiKey: Type.Optional(Type.String({ minLength: 1, description: 'The ApiKey issued by the support team.', ...env('B2B_API_KEY'), ...secret })),
-        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE'), ...reread })),
+        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE'), ...reread, ...secretFile })),
         password: Type.Optional(Type.String({ minLength: 1, description: 'The password belonging to the ApiKey.', ...env('B2B_PASSWORD'), ...secret })),
-        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE'), ...reread })),
+        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE'), ...reread, ...secretFile })),
         rkObjectId: Type.Optional(Type.String({ minLength: 1, description: 'Code of the integrator\'s object (rkObjectId), available to attach templates.', ...env('B2B_RK_OBJECT_ID') })),
       },
       { additionalProperties: false, default: {} },

@@ -22,6 +22,7 @@ export interface KeyMarks {
   'x-env'?: string;
   'x-secret'?: true;
   'x-reload'?: 'file re-read';
+  'x-secret-file'?: true;
 }
 
 /** One upstream key: its type, default and description per section, and its flags. */
@@ -34,6 +35,8 @@ export interface UpstreamKey<T extends TSchema = TSchema> {
   secret?: true;
   /** A file whose contents are re-read on change and on SIGHUP (every other key needs a restart). */
   reread?: true;
+  /** A file holding a secret: a warning when every local user can read it. */
+  secretFile?: true;
 }
 
 export type UpstreamKeys = Readonly<Record<string, UpstreamKey>>;
@@ -71,7 +74,7 @@ export const UPSTREAM_KEYS = {
     schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Forward proxy to ${WHAT[s]}: http://[user:password@]host:port (an HTTP CONNECT tunnel; TLS stays end to end and is verified as without it), or none. Unset: https_proxy/HTTPS_PROXY from the environment, minus the hosts in no_proxy/NO_PROXY.`, ...marks })),
   },
   proxyAuthFile: {
-    reread: true,
+    reread: true, secretFile: true,
     schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `File holding user:password for ${s}.proxy (Basic authentication; re-read on change and on SIGHUP); replaces a user in the proxy URL.`, ...marks })),
   },
   certFile: {
@@ -79,11 +82,11 @@ export const UPSTREAM_KEYS = {
     schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Client certificate (PEM, leaf first, then intermediates) presented to ${WHAT[s]} for mutual TLS; needs ${s}.keyFile (re-read on change and on SIGHUP).`, ...marks })),
   },
   keyFile: {
-    reread: true,
+    reread: true, secretFile: true,
     schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Private key (PEM) of ${s}.certFile (re-read on change and on SIGHUP).`, ...marks })),
   },
   keyPassphraseFile: {
-    reread: true,
+    reread: true, secretFile: true,
     schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `File holding the passphrase of an encrypted ${s}.keyFile (re-read on change and on SIGHUP).`, ...marks })),
   },
 } satisfies UpstreamKeys;
@@ -103,6 +106,7 @@ export function keyMarks(section: UpstreamName, key: string, declared: UpstreamK
     ...(declared.env ? { 'x-env': envNameOf([section, key]) } : {}),
     ...(declared.secret ? { 'x-secret': true as const } : {}),
     ...(declared.reread ? { 'x-reload': 'file re-read' as const } : {}),
+    ...(declared.secretFile ? { 'x-secret-file': true as const } : {}),
   };
 }
 

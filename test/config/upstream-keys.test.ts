@@ -7,7 +7,7 @@ import { ConfigSchema, type Config, type LocalizationConfig } from '../../src/co
 import { localizationSection, serviceSection } from '../../src/config/upstream-sections.js';
 import { renderConfigTable } from '../../src/config/readme-table.js';
 import { AJV_OPTIONS, addAnnotationKeywords } from '../../src/config/validate-config.js';
-import { envBindings, formatPath, schemaAt, type SchemaNode } from '../../src/config/walk.js';
+import { envBindings, formatPath, rereadFileKeys, schemaAt, secretFileKeys, type SchemaNode } from '../../src/config/walk.js';
 import { envNameOf } from '../../src/shared/env-names.js';
 import { UPSTREAM_KEYS, UPSTREAM_NAMES, type UpstreamKeys, type UpstreamSettings, type UpstreamSettingsOf } from '../../src/shared/upstream-keys.js';
 import type { EgressSettings } from '../../src/upstream/egress-settings.js';
@@ -70,6 +70,16 @@ describe('the upstream declaration', () => {
     assert.equal(validate(config), false);
     assert.deepEqual(validate.errors?.map((e) => e.instancePath), ['/localization/connectRetries']);
     assert.equal(config.service!.connectRetries, 2);
+  });
+
+  it('gives its flags to both sections: secret files are warned about, re-read files listed on SIGHUP', () => {
+    const files = { proxyAuthFile: '/p', certFile: '/c', keyFile: '/k', keyPassphraseFile: '/kp' };
+    const config = { service: files, credentials: { passwordFile: '/pw' }, localization: { ...files, tokenFile: '/t' } };
+    assert.deepEqual(secretFileKeys(config).map(([key]) => key), [
+      'service.proxyAuthFile', 'service.keyFile', 'service.keyPassphraseFile', 'credentials.passwordFile',
+      'localization.proxyAuthFile', 'localization.keyFile', 'localization.keyPassphraseFile', 'localization.tokenFile',
+    ], 'the certificate is public; its key, passphrase and the proxy password are not');
+    assert.deepEqual(rereadFileKeys(config).filter((k) => /certFile/.test(k)), ['service.certFile', 'localization.certFile']);
   });
 
   it('puts a key added to it into the env variable list, the README table and the example check', () => {
