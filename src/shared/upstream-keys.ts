@@ -64,7 +64,7 @@ export const UPSTREAM_KEYS = {
     schema: (s, marks) => Type.Integer({
       maximum: MAX_TIMER_MS, minimum: 100,
       ...(s === 'service'
-        ? { default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body.' }
+        ? { default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body while it keeps sending.' }
         : { default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
       ...marks,
     }),
