@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { SecretSet } from '../../src/shared/secrets.js';
 import { ClientGone } from '../../src/upstream/engine.js';
@@ -122,5 +123,16 @@ describe('openUpstream', () => {
     } finally {
       await upstream.close();
     }
+  });
+});
+
+describe('the one way to open an upstream', () => {
+  it('is openUpstream: no other file of src/ loads a CA or starts an egress itself', () => {
+    const src = fileURLToPath(new URL('../../src/', import.meta.url));
+    const callers = readdirSync(src, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .filter((f) => /\b(loadTrustedCas|startEgress)\(/.test(readFileSync(join(src, f), 'utf8').replace(/export (async )?function (loadTrustedCas|startEgress)\(/g, '')))
+      .map((f) => relative(src, join(src, f)));
+    assert.deepEqual(callers, ['upstream/open-upstream.ts']);
   });
 });
