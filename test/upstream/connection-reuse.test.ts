@@ -43,7 +43,7 @@ async function sendAll(s: RunningSidecar, agent: Agent, steps: Step[]): Promise<
   const sockets = new Set<Socket>();
   for (const [i, step] of steps.entries()) {
     const headers: OutgoingHttpHeaders = {};
-    if (step.body) headers[step.chunked ? 'transfer-encoding' : 'content-length'] = step.chunked ? 'chunked' : step.body.length;
+    if (step.body) headers[step.chunked ? 'transfer-encoding' : 'content-length'] = step.chunked ? 'chunked' : String(step.body.length);
     const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port: s.port, method: step.method, path: `/rest/items/${i}`, headers, agent }, (res) => {
         let body = '';
