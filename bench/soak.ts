@@ -31,7 +31,7 @@ import { trend, type Trend } from './lib/trend.js';
 
 interface Options {
   seconds: number; connections: number; churnClients: number; revokeEvery: number; resetEvery: number;
-  ttl: number; sampleEvery: number | undefined; gentokenPerMinute: number; rotateEvery: number | undefined; direct: boolean; engine: Engine; out: string;
+  ttl: number; sampleEvery: number | undefined; gentokenPerMinute: number | undefined; rotateEvery: number | undefined; direct: boolean; engine: Engine; out: string;
 }
 
 /** What one sample holds; `unit` divides the raw value for the report. */
@@ -65,7 +65,7 @@ const RESET_IDLE_MS = 1000;
 
 function parseArgs(argv: string[]): Options {
   const o: Options = {
-    seconds: 60, connections: 20, churnClients: 8, revokeEvery: 5, resetEvery: 30, ttl: 2, sampleEvery: undefined, gentokenPerMinute: 120, rotateEvery: undefined, direct: false,
+    seconds: 60, connections: 20, churnClients: 8, revokeEvery: 5, resetEvery: 30, ttl: 2, sampleEvery: undefined, gentokenPerMinute: undefined, rotateEvery: undefined, direct: false,
     engine: 'undici', out: join(ROOT, 'bench', 'results', 'soak-latest.md'),
   };
   const num = (name: string, v: string | undefined, lo: number, hi: number) => {
@@ -159,9 +159,9 @@ async function main(): Promise<number> {
     replaceFile(join(creds, 'password'), PASSWORD);
     sc = await startSidecar(join(work, 'sc'), up, caFile, opts.engine, `soak-${opts.engine}`, {}, {
       service: { proxy: opts.direct ? 'none' : proxy.url },
-      // 2 s tokens renew ~45 times a minute and each revocation adds one: the default budget (12, sized
-      // for 900 s tokens) would hold calls back and answer 503; --gentoken-per-minute 12 shows that.
-      token: { maxGentokenPerMinute: opts.gentokenPerMinute },
+      // The product's default budget unless --gentoken-per-minute is given: scheduled renewals of
+      // 2 s tokens (~45 a minute) are not held back by it, only the calls answers trigger.
+      ...(opts.gentokenPerMinute === undefined ? {} : { token: { maxGentokenPerMinute: opts.gentokenPerMinute } }),
       credentials: { apiKeyFile: join(creds, 'apikey'), passwordFile: join(creds, 'password') },
     });
     const { pid } = sc.procs[0]!;
@@ -269,7 +269,7 @@ async function main(): Promise<number> {
       ['failures (status ≥ 400 or socket errors)', `${failures} (wrk: ${load.badStatus} status, ${load.socketErrors} socket; churn: ${churned.failures}${churned.firstFailure ? `, first: ${churned.firstFailure}` : ''})` +
         (load.failedStatuses && Object.keys(load.failedStatuses).length ? `; by status ${JSON.stringify(load.failedStatuses)}; first body: ${load.firstFailedBody ?? ''}` : '')],
       ['latency p50 / p99 / max (wrk)', `${load.p50Ms.toFixed(2)} / ${load.p99Ms.toFixed(2)} / ${load.maxMs.toFixed(1)} ms`],
-      ['token lifetime; gentoken budget', `${opts.ttl} s; token.maxGentokenPerMinute ${opts.gentokenPerMinute}`],
+      ['token lifetime; gentoken budget', `${opts.ttl} s; token.maxGentokenPerMinute ${opts.gentokenPerMinute ?? 'default'}`],
       ['server-side revocations', `${revocations}${revokeErrors ? ` (${revokeErrors} failed)` : ''}`],
       ['gentoken calls (simulator stats)', `${d('tokenRequests')} (${d('tokensIssued')} issued)`],
       ['upstream 401s (revoked token presented; replayed by the sidecar)', `${d('unauthorizedApiRequests')} (${d('revokedTokenPresented')} revoked, ${d('expiredTokenPresented')} expired)`],
