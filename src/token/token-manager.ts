@@ -5,40 +5,24 @@
  */
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
-import { LoopTimer } from './loop-timer.js';
-import type { TokenGauges, TokenView } from './token-view.js';
+import { RenewalLoop } from './renewal-loop.js';
+import { tokenStatus, type TokenGauges, type TokenView } from './token-view.js';
+import type { TokenStatus } from '../observability/status.js';
+import { TokenState, type TokenSnapshot } from './token-state.js';
 import { causeOf, failureReason } from './failure-reasons.js';
 import type { CredentialStore } from './credential-store.js';
 import { SidecarError, TokenRequestError, TokenUnavailableError } from '../shared/errors.js';
-import { fingerprint, type SecretSet } from '../shared/secrets.js';
+import type { SecretSet } from '../shared/secrets.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
-import { GentokenPacer, type PacedTrigger } from './gentoken-pacer.js';
+import type { PacedTrigger } from './gentoken-pacer.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
-import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_WINDOW_MS, type RejectedToken, type SuspectForm } from './answer-rules.js';
+import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, SUPERSEDED_WINDOW_MS, type RejectedToken, type SuspectForm } from './answer-rules.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
-export type { RefreshResult, GentokenCause, GentokenTrigger };
-
-/** One obtained token and what it was obtained with. Immutable; replaced on every renewal. */
-export interface TokenSnapshot {
-  readonly value: string;
-  /** Grows by one with every token; an upstream 401 names the generation it carried. */
-  readonly generation: number;
-  readonly fingerprint: string;
-  /** The ApiKey the token was obtained with: attach this one, not whatever the store holds now. */
-  readonly apiKey: string;
-  readonly rkObjectId?: string;
-  /** Monotonic ms when the gentoken request was sent (the lifetime counts from here). */
-  readonly obtainedAt: number;
-  readonly obtainedAtWall: number;
-  /** Monotonic ms: obtainedAt + effective lifetime. */
-  readonly expiresAt: number;
-  /** Effective lifetime: min(aliveSecondsTtl, maxLifetimeSeconds). */
-  readonly lifetimeSeconds: number;
-}
+export type { RefreshResult, GentokenCause, GentokenTrigger, TokenSnapshot };
 
 /** What the manager reads of the config: wired key by key in service/service-part.ts (`tokenManagerOptions`). */
 export interface TokenManagerOptions {
@@ -79,22 +63,9 @@ export interface TokenManagerDeps {
 }
 
 type Trigger = PacedTrigger;
-type Failure = GentokenCause;
 
-/** A token is unusable within min(5 s, 10 % of its lifetime) of expiry: requests take time too. */
-const MAX_MARGIN_MS = 5_000;
-const MARGIN_FRACTION = 0.1;
-/** Renewal moves earlier by up to 10 % of its delay so a fleet does not renew in lock-step. */
-const JITTER_FRACTION = 0.1;
-/** Even when a response arrives after its renewal time, do not renew back to back. */
-const MIN_RENEW_DELAY_MS = 250;
 const READY = Object.freeze({ ready: true });
 const LIVE = Object.freeze({ live: true });
-/**
- * Timers fire late when the event loop is busy; a scheduled attempt (or a request past its own
- * deadline) later than this means the loop is dead or stuck, not merely slow.
- */
-const LIVENESS_GRACE_MS = 60_000;
 const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
 
 /**
@@ -123,38 +94,17 @@ export class TokenManager implements TokenView {
   readonly #rules: AnswerRules;
   /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
   #rejected: RejectedToken | undefined;
-  /** Monotonic ms the current token's scheduled renewal is due at. */
-  #renewDueAt = Infinity;
-  /** The lifetime note (renewals the budget does not hold back) is logged once. */
-  #lifetimeNoted = false;
   readonly #onSuperseded: (() => void) | undefined;
   readonly #configPath: string | undefined;
-  /** The pace of gentoken calls: budget, Retry-After, retry schedules (gentoken-pacer.ts). */
-  readonly #pacer: GentokenPacer;
-  #token: TokenSnapshot | undefined;
-  /** expiresAt minus the margin, precomputed so current() only compares numbers. */
-  #usableUntil = -Infinity;
-  #bad = false;
-  #generation = 0;
+  /** The renewal loop: timers, backoff, budget, liveness (renewal-loop.ts). */
+  readonly #loop: RenewalLoop;
+  /** The token held, the last failure, the superseded record (token-state.ts). */
+  readonly #state = new TokenState();
   #inflight: Promise<TokenSnapshot> | undefined;
-  #failure: Failure | undefined;
   #lastInvalidateAt = -Infinity;
   #started = false;
   #stopped = false;
-  /** The failure's own words (TLS detail, HTTP status) for the /readyz message of some causes. */
-  #failureDetail = '';
-  /** The loop's one timer: the next attempt, whatever its trigger. */
-  readonly #loop: LoopTimer;
-  /** Monotonic ms the gentoken request in flight was sent; undefined when none is on the wire. */
-  #requestSentAt: number | undefined;
-  /** Wakes an attempt waiting for the budget or a Retry-After when stop() is called. */
-  #releaseGate: ((err: Error) => void) | undefined;
-  /** True from the first held-back call until a call passes without waiting: one log line per episode. */
-  #deferring = false;
-  /** Monotonic ms a held-back attempt waits for; undefined when no attempt is held back. */
-  #gatedUntil: number | undefined;
   readonly #onFailureCause: ((cause: GentokenCause) => void) | undefined;
-  readonly #onDeferred: ((trigger: GentokenTrigger) => void) | undefined;
 
   constructor(deps: TokenManagerDeps) {
     this.#client = deps.client;
@@ -169,38 +119,37 @@ export class TokenManager implements TokenView {
     this.#configPath = deps.configPath;
     this.#options = deps.options;
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
-    this.#pacer = new GentokenPacer({
-      ...(deps.options.maxGentokenPerMinute !== undefined ? { maxGentokenPerMinute: deps.options.maxGentokenPerMinute } : {}),
-      maxRetryAfterSeconds: deps.options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS,
-      random: this.#random,
+    this.#loop = new RenewalLoop({
+      clock: deps.clock, logger: deps.logger, random: this.#random,
+      ...(deps.onDeferred ? { onDeferred: deps.onDeferred } : {}),
+      options: {
+        renewAt: deps.options.renewAt, maxLifetimeSeconds: deps.options.maxLifetimeSeconds, tokenTimeoutMs: deps.options.tokenTimeoutMs,
+        ...(deps.options.maxGentokenPerMinute !== undefined ? { maxGentokenPerMinute: deps.options.maxGentokenPerMinute } : {}),
+        maxRetryAfterSeconds: deps.options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS,
+        ...(deps.options.startJitterSeconds !== undefined ? { startJitterSeconds: deps.options.startJitterSeconds } : {}),
+      },
     });
     this.#onFailureCause = deps.onFailure;
-    this.#onDeferred = deps.onDeferred;
     this.#rules = new AnswerRules(() => this.#clock.now());
-    this.#loop = new LoopTimer(deps.clock);
   }
 
   /** Requests the first token now. Never throws: failures are logged and retried. */
   start(): void {
     if (this.#started || this.#stopped) return;
     this.#started = true;
-    const jitterMs = (this.#options.startJitterSeconds ?? 0) * 1000;
-    // A fleet started at once (a deploy, a node reboot) would otherwise call gentoken in lock-step.
-    if (jitterMs > 0) this.#loop.arm(this.#clock.now() + Math.floor(this.#random() * jitterMs), () => this.#kick('start'));
-    else this.#kick('start');
+    this.#loop.start(() => this.#kick('start'));
   }
 
   /** Cancels timers; a request in flight finishes but schedules nothing. Idempotent. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#loop.cancel();
-    this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
+    this.#loop.stop();
     await this.#file?.flush();
   }
 
   /** The hot path: the token if it is valid, outside the expiry margin and not marked bad. */
   current(): TokenSnapshot | undefined {
-    return this.#token !== undefined && !this.#bad && this.#clock.now() < this.#usableUntil ? this.#token : undefined;
+    return this.#state.usable(this.#clock.now());
   }
 
   /** The token synchronously when valid; else waits for an in-flight refresh; else rejects with the reason. */
@@ -208,7 +157,7 @@ export class TokenManager implements TokenView {
     const token = this.current();
     if (token) return token;
     // An attempt held back by the budget or a Retry-After may wait far longer than a request should.
-    if (this.#inflight && this.#gatedUntil === undefined) return this.#bounded(this.#inflight);
+    if (this.#inflight && this.#loop.gatedUntil === undefined) return this.#bounded(this.#inflight);
     return Promise.reject(new TokenUnavailableError(this.#reason()));
   }
 
@@ -222,7 +171,7 @@ export class TokenManager implements TokenView {
    */
   invalidate(generation: number, path = '/'): Promise<TokenSnapshot | undefined> {
     if (this.#stopped) return PASS;
-    const token = this.#token;
+    const token = this.#state.token;
     const before = this.#rules.suspect;
     const verdict = this.#rules.unauthorized(generation, path);
     if (verdict === 'newly-remembered') {
@@ -237,10 +186,10 @@ export class TokenManager implements TokenView {
     // older token, and would be rejected as well (seen in the soak benchmark).
     if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#newer(generation);
     // An attempt held back (a rotation or retry waiting for the budget) may wait far longer than a request should.
-    if (this.#inflight && this.#gatedUntil !== undefined) return this.#newer(generation);
+    if (this.#inflight && this.#loop.gatedUntil !== undefined) return this.#newer(generation);
     if (this.#inflight) return this.#bounded(this.#inflight).then((t) => (t.generation > generation ? t : undefined));
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
-    if (this.#failure !== undefined) return this.#newer(generation);
+    if (this.#state.failure !== undefined) return this.#newer(generation);
     const now = this.#clock.now();
     const wait = this.#lastInvalidateAt + this.#rules.renewIntervalMs - now;
     if (wait > 0) {
@@ -257,18 +206,18 @@ export class TokenManager implements TokenView {
       });
       return this.#deferred;
     }
-    if (!this.#mayCallNow('upstream 401', now)) return this.#newer(generation);
+    if (!this.#loop.mayCallNow('upstream 401', now)) return this.#newer(generation);
     this.#lastInvalidateAt = now;
     const rejectedCurrent = token !== undefined && token.generation === generation;
     if (rejectedCurrent) {
       // Held back from requests only while its renewal is on the wire: milliseconds.
-      this.#bad = true;
+      this.#state.markBad();
       this.#rejected = { generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds, proven: this.#rules.proven(generation) };
     }
     this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
     const refreshed = this.#refresh('upstream 401').catch((err: unknown) => {
       // The auth server failed, not necessarily the token: keep serving it while it is valid.
-      if (this.#token === token) this.#bad = false;
+      this.#state.unmarkBad(token);
       throw err;
     });
     return this.#bounded(refreshed);
@@ -312,6 +261,7 @@ export class TokenManager implements TokenView {
     if (before === undefined && after !== undefined) this.#suspectEntered(after, path);
     else if (before !== undefined && after === undefined) this.#suspectCleared(fresh);
     if (verdict.kind === 'superseded') {
+      this.#state.supersededAt(this.#clock.wallNow(), verdict.count, verdict.count >= SUPERSEDED_THRESHOLD);
       this.#onSuperseded?.();
       if (verdict.tripped) {
         this.#logger.warn('tokens this process still holds are rejected long before they expire: another process is probably obtaining tokens with the same ApiKey (the service keeps one token per key). Give each replica its own ApiKey, or run one sidecar per key', {
@@ -332,12 +282,12 @@ export class TokenManager implements TokenView {
     const command = `b2b-sidecar doctor --config ${this.#configPath ?? '<config file>'} --probe ${probe} --discover-attach`;
     if (form === 'unauthorized') {
       this.#logger.error(`freshly obtained tokens are rejected too, on several paths, and no request succeeds: token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
-        fingerprint: this.#token?.fingerprint,
+        fingerprint: this.#state.token?.fingerprint,
       });
     } else {
       const { answers, lastStatus } = this.#rules.evidence;
       this.#logger.error(`no request has succeeded since the token was obtained (${answers} answers on several paths, none 2xx or 304; the last was ${lastStatus}): token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
-        fingerprint: this.#token?.fingerprint,
+        fingerprint: this.#state.token?.fingerprint,
       });
     }
   }
@@ -352,27 +302,6 @@ export class TokenManager implements TokenView {
     return Promise.resolve(t !== undefined && t.generation > generation ? t : undefined);
   }
 
-  /**
-   * True when a gentoken call for `trigger` may go out at `now` (gentoken-pacer.ts). Otherwise
-   * counts the call as deferred (logged once per episode).
-   */
-  #mayCallNow(trigger: Trigger, now: number): boolean {
-    const { at, by } = this.#pacer.earliest(trigger, now, this.#renewDueAt);
-    if (at <= now) return true;
-    this.#noteDeferred(trigger, now, at, by);
-    return false;
-  }
-
-  #noteDeferred(trigger: Trigger, now: number, at: number, by: string | undefined): void {
-    this.#onDeferred?.(trigger === 'upstream 401' ? 'upstream_401' : trigger);
-    if (this.#deferring) return;
-    this.#deferring = true;
-    this.#logger.warn('gentoken call deferred', {
-      trigger, by, waitSeconds: round((at - now) / 1000),
-      ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 is passed back and the current token stays in use' } : {}),
-    });
-  }
-
   /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */
   async rotate(): Promise<void> {
     if (!this.#started || this.#stopped) return;
@@ -380,7 +309,7 @@ export class TokenManager implements TokenView {
     await this.#inflight?.catch(() => undefined);
     if (this.#stopped) return;
     await this.#refresh('rotation').catch(() => {
-      if (this.#failure !== 'unauthorized') return;
+      if (this.#state.failure?.cause !== 'unauthorized') return;
       const kept = this.current();
       if (!kept) {
         this.#logger.error('new credentials rejected by the auth server; no valid token is held');
@@ -406,31 +335,35 @@ export class TokenManager implements TokenView {
    */
   liveness(): { live: boolean; reason?: string } {
     if (!this.#started || this.#stopped) return LIVE;
-    const now = this.#clock.now();
-    if (this.#requestSentAt !== undefined) {
-      const late = now - this.#requestSentAt - this.#options.tokenTimeoutMs;
-      return late > LIVENESS_GRACE_MS
-        ? { live: false, reason: `a gentoken request has been in flight for ${round((now - this.#requestSentAt) / 1000)} s, far beyond its deadline: the token loop is stuck` }
-        : LIVE;
-    }
-    if (this.#loop.dueAt === undefined) return { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
-    if (now - this.#loop.dueAt > LIVENESS_GRACE_MS) {
-      return { live: false, reason: `the scheduled gentoken attempt is ${round((now - this.#loop.dueAt) / 1000)} s overdue: the token loop is stuck` };
-    }
-    if (this.#loop.dueAt - now > this.#maxScheduleMs() + LIVENESS_GRACE_MS) {
-      return { live: false, reason: `the next gentoken attempt is scheduled ${round((this.#loop.dueAt - now) / 1000)} s ahead, more than any setting allows` };
-    }
-    return LIVE;
+    return this.#loop.liveness();
+  }
+
+  /** The token's part of the one status (token-view.ts). */
+  view(): TokenStatus {
+    const failure = this.#state.failure;
+    const suspect = this.#rules.suspect;
+    return tokenStatus({
+      readiness: this.status(),
+      liveness: this.liveness(),
+      token: this.#state.token,
+      failure,
+      failureMessage: failure ? failureReason(failure.cause, failure.detail, this.#loop.notBefore - this.#clock.now()) : undefined,
+      superseded: this.#state.superseded,
+      supersededWindowMs: SUPERSEDED_WINDOW_MS,
+      suspect: suspect === undefined ? undefined : { evidence: suspect, path: shortPath(this.#rules.suspectPath ?? '/') },
+      warnings: this.warnings(),
+      nextAttemptWall: this.#loop.nextAttemptWall(),
+      now: this.#clock.now(),
+      wallNow: this.#clock.wallNow(),
+    });
   }
 
   /** Scrape-time gauges: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
   gauges(): TokenGauges {
-    const t = this.#token;
+    const t = this.#state.token;
     const now = this.#clock.now();
-    const wall = this.#clock.wallNow();
-    let next = 0;
-    if (this.#requestSentAt !== undefined) next = wall / 1000;
-    else if (this.#loop.dueAt !== undefined) next = (wall + Math.max(0, this.#loop.dueAt - now)) / 1000;
+    const nextWall = this.#loop.nextAttemptWall();
+    const next = nextWall === undefined ? 0 : nextWall / 1000;
     return {
       ageSeconds: t ? (now - t.obtainedAt) / 1000 : 0,
       expiresInSeconds: t ? Math.max(0, t.expiresAt - now) / 1000 : 0,
@@ -438,15 +371,6 @@ export class TokenManager implements TokenView {
       expiryTimestampSeconds: t ? (t.obtainedAtWall + t.lifetimeSeconds * 1000) / 1000 : 0,
       nextRefreshTimestampSeconds: next,
     };
-  }
-
-  /** The furthest ahead any attempt is ever scheduled: a renewal, a backoff ceiling, a Retry-After, the start spread, the budget window. */
-  #maxScheduleMs(): number {
-    return Math.max(
-      this.#options.maxLifetimeSeconds * 1000,
-      this.#pacer.longestWaitMs(),
-      (this.#options.startJitterSeconds ?? 0) * 1000,
-    );
   }
 
   #refresh(trigger: Trigger): Promise<TokenSnapshot> {
@@ -462,10 +386,10 @@ export class TokenManager implements TokenView {
   }
 
   async #attempt(trigger: Trigger): Promise<TokenSnapshot> {
-    this.#loop.cancel();
+    this.#loop.attemptBegins();
     try {
       // Through a microtask, so #inflight is set before this can settle even if the gate throws.
-      await Promise.resolve().then(() => this.#gate(trigger));
+      await Promise.resolve().then(() => this.#loop.gate(trigger));
     } catch (err) {
       this.#inflight = undefined;
       throw err;
@@ -473,19 +397,19 @@ export class TokenManager implements TokenView {
     const creds = this.#credentials.current();
     const sentAt = this.#clock.now();
     const sentAtWall = this.#clock.wallNow();
-    this.#requestSentAt = sentAt;
+    this.#loop.requestSentAt = sentAt;
     let result: AuthResult;
     try {
       result = await Promise.resolve().then(() => this.#client.requestToken(creds));
     } catch (err) {
       this.#inflight = undefined;
-      this.#requestSentAt = undefined;
+      this.#loop.requestSentAt = undefined;
       this.#onFailure(err, trigger, this.#clock.now() - sentAt);
       throw new TokenUnavailableError(this.#reason());
     }
     this.#secrets.addToken(result.token); // before anything could log it
     this.#inflight = undefined;
-    this.#requestSentAt = undefined;
+    this.#loop.requestSentAt = undefined;
     return this.#onSuccess(result, creds, sentAt, sentAtWall, trigger);
   }
 
@@ -493,104 +417,28 @@ export class TokenManager implements TokenView {
     const latencyMs = this.#clock.now() - sentAt;
     const lifetimeSeconds = Math.min(result.aliveSecondsTtl, this.#options.maxLifetimeSeconds);
     const lifetimeMs = lifetimeSeconds * 1000;
-    const token: TokenSnapshot = Object.freeze({
-      value: result.token,
-      generation: ++this.#generation,
-      fingerprint: fingerprint(result.token),
-      apiKey: creds.apiKey,
-      ...(creds.rkObjectId !== undefined ? { rkObjectId: creds.rkObjectId } : {}),
-      obtainedAt: sentAt,
-      obtainedAtWall: sentAtWall,
-      expiresAt: sentAt + lifetimeMs,
-      lifetimeSeconds,
-    });
-    this.#token = token;
+    const token = this.#state.obtained(result, creds, sentAt, sentAtWall, lifetimeSeconds);
     if (trigger === 'upstream 401') this.#mintedAfter401 = token;
-    this.#usableUntil = token.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs * MARGIN_FRACTION);
-    this.#bad = false;
-    this.#failure = undefined;
-    this.#pacer.succeeded();
     this.#onRefresh?.('success', latencyMs / 1000);
-    let renewInSeconds: number | undefined;
-    if (!this.#stopped) {
-      const delay = lifetimeMs * this.#options.renewAt;
-      const now = this.#clock.now();
-      const at = Math.max(sentAt + delay - this.#random() * JITTER_FRACTION * delay, now + MIN_RENEW_DELAY_MS);
-      this.#renewDueAt = at;
-      this.#loop.arm(at, () => this.#kick('renewal'));
-      renewInSeconds = round((at - now) / 1000);
-      void this.#file?.write(token.value);
-    }
+    const renewInSeconds = this.#loop.succeeded(sentAt, lifetimeMs, () => this.#kick('renewal'));
+    if (!this.#stopped) void this.#file?.write(token.value);
     this.#logger.info('token obtained', {
       fingerprint: token.fingerprint, generation: token.generation, trigger, lifetimeSeconds, latencyMs: round(latencyMs), renewInSeconds,
     });
-    this.#noteLifetime(lifetimeSeconds);
+    this.#loop.noteLifetime(lifetimeSeconds);
     return token;
-  }
-
-  /** Once: tokens so short-lived that their renewals alone would fill token.maxGentokenPerMinute. */
-  #noteLifetime(lifetimeSeconds: number): void {
-    const perMinute = this.#options.maxGentokenPerMinute;
-    if (this.#lifetimeNoted || perMinute === undefined) return;
-    const renewalsPerMinute = 60 / Math.max(lifetimeSeconds * this.#options.renewAt, MIN_RENEW_DELAY_MS / 1000);
-    if (renewalsPerMinute < perMinute / 2) return;
-    this.#lifetimeNoted = true;
-    this.#logger.info('tokens live so briefly that their scheduled renewals alone approach token.maxGentokenPerMinute: the budget does not hold scheduled renewals back, only the calls answers and retries ask for', {
-      lifetimeSeconds, renewalsPerMinute: round(renewalsPerMinute), maxGentokenPerMinute: perMinute,
-    });
-  }
-
-  /**
-   * Waits until a gentoken call is allowed: after any Retry-After, whatever the trigger, and within
-   * the per-minute budget unless it is a scheduled renewal. The wait is the loop's one timer, so
-   * liveness sees it scheduled.
-   */
-  async #gate(trigger: Trigger): Promise<void> {
-    let counted = false;
-    for (;;) {
-      if (this.#stopped) throw new TokenUnavailableError('the token manager was stopped');
-      const now = this.#clock.now();
-      const { at, by } = this.#pacer.earliest(trigger, now, this.#renewDueAt);
-      if (at <= now) {
-        this.#pacer.take(trigger, now, this.#renewDueAt);
-        if (!counted) this.#deferring = false;
-        return;
-      }
-      if (!counted) {
-        counted = true;
-        this.#noteDeferred(trigger, now, at, by);
-      }
-      this.#gatedUntil = at;
-      // A rotation held back wakes when the renewal falls due, and goes out as the renewal.
-      const wake = trigger === 'rotation' && this.#renewDueAt > now ? Math.min(at, this.#renewDueAt) : at;
-      await new Promise<void>((resolve, reject) => {
-        this.#releaseGate = reject;
-        this.#loop.arm(wake, resolve);
-      }).finally(() => {
-        this.#releaseGate = undefined;
-        this.#gatedUntil = undefined;
-      });
-    }
   }
 
   #onFailure(err: unknown, trigger: Trigger, latencyMs: number): void {
     const failure = causeOf(err);
-    this.#failure = failure;
-    this.#failureDetail = err instanceof TokenRequestError ? err.message : '';
+    this.#state.failed(failure, err instanceof TokenRequestError ? err.message : '', this.#clock.wallNow());
     this.#onRefresh?.(failure === 'unauthorized' ? 'unauthorized' : 'error', latencyMs / 1000);
     this.#onFailureCause?.(failure);
-    const now = this.#clock.now();
     const retryAfterMs = err instanceof TokenRequestError
-      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#pacer.maxRetryAfterMs)
+      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#loop.maxRetryAfterMs)
       : undefined;
     // A Retry-After binds every trigger (renewal, 401, rotation), not only the scheduled retry.
-    const delay = this.#pacer.failed(failure, retryAfterMs, now);
-    let retryInSeconds: number | undefined;
-    if (!this.#stopped) {
-      // Even if the current token expires before the retry, keep the backoff: no tight loop.
-      this.#loop.arm(now + delay, () => this.#kick('retry'));
-      retryInSeconds = round(delay / 1000);
-    }
+    const retryInSeconds = this.#loop.failed(failure, retryAfterMs, () => this.#kick('retry'));
     const kept = this.current();
     // Token errors carry secret-free messages by construction; anything else is named only.
     const reason = err instanceof SidecarError ? err.message : `unexpected ${(err as Error)?.name ?? 'error'}`;
@@ -631,12 +479,14 @@ export class TokenManager implements TokenView {
   }
 
   #reason(): string {
-    if (this.#failure !== undefined) return failureReason(this.#failure, this.#failureDetail, this.#pacer.notBefore - this.#clock.now());
-    if (this.#gatedUntil !== undefined) {
-      return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((this.#gatedUntil - this.#clock.now()) / 1000)} s`;
+    const failure = this.#state.failure;
+    if (failure !== undefined) return failureReason(failure.cause, failure.detail, this.#loop.notBefore - this.#clock.now());
+    const gatedUntil = this.#loop.gatedUntil;
+    if (gatedUntil !== undefined) {
+      return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((gatedUntil - this.#clock.now()) / 1000)} s`;
     }
-    if (!this.#token) return 'no token yet';
-    return this.#bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
+    if (!this.#state.token) return 'no token yet';
+    return this.#state.bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
   }
 }
 
