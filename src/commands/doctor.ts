@@ -21,7 +21,8 @@ import { throughRunningSidecar } from '../doctor/through-sidecar.js';
 import { serviceEngineOptions, startServiceEgress, tokenClientOptions } from '../service/service-part.js';
 import type { EgressHandle } from '../upstream/egress-settings.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `doctor`. */
 export interface DoctorArgs {

@@ -1,6 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { EXIT_INTERRUPTED, type CommandIo } from '../commands/io.js';
+import { type CommandIo } from '../commands/io.js';
+import { EXIT_INTERRUPTED } from '../commands/exit-codes.js';
 
 /**
  * The package version, read once from the package.json above the running script: `dist/cli.js`
