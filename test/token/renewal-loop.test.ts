@@ -89,7 +89,7 @@ describe('the renewal loop alone (fake clock)', () => {
 
 describe('the token state alone', () => {
   const result = { token: 'secret-token-value-0123', refreshToken: null, aliveSecondsTtl: 100 };
-  const creds = { apiKey: 'k', password: 'p' };
+  const creds = { apiKey: 'k', password: 'p', version: 1 };
 
   it('is usable until min(5 s, 10 %) before expiry, not while marked bad; a failure is kept until a success', () => {
     const s = new TokenState();
