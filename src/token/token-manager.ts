@@ -18,6 +18,7 @@ import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 import type { PacedTrigger } from './gentoken-pacer.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
+import { AnswerSignals, shortPath } from './answer-signals.js';
 import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, SUPERSEDED_WINDOW_MS, type RejectedToken, type SuspectForm } from './answer-rules.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
@@ -69,10 +70,13 @@ const LIVE = Object.freeze({ live: true });
 const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
 
 /**
- * The parts: the answer rules (answer-rules.ts) judge what the service says; the pacer
- * (gentoken-pacer.ts: budget, Retry-After, retry schedules) says when the next call may go and the
- * loop timer (loop-timer.ts) waits for it; failure-reasons.ts words what went wrong; this class holds
- * the token and ties them together, and token-view.ts is what the rest of the sidecar reads of it.
+ * The composition of the parts, each testable alone: the token state (token-state.ts: the token,
+ * the last failure, the superseded record); the renewal loop (renewal-loop.ts: when the next
+ * gentoken call goes, with the pacer's budget and retry schedules and the loop timer, and whether
+ * the loop is alive); the answer rules (answer-rules.ts) judge what the service says and
+ * answer-signals.ts words their verdicts; failure-reasons.ts words what went wrong; token-view.ts is
+ * what the rest of the sidecar reads (the token's part of the one status). This class holds the
+ * single flight and the 401 handling that ties them together.
  *
  * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
  * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
@@ -95,7 +99,8 @@ export class TokenManager implements TokenView {
   /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
   #rejected: RejectedToken | undefined;
   readonly #onSuperseded: (() => void) | undefined;
-  readonly #configPath: string | undefined;
+  /** The log lines and warning texts of the rules' verdicts (answer-signals.ts). */
+  readonly #signals: AnswerSignals;
   /** The renewal loop: timers, backoff, budget, liveness (renewal-loop.ts). */
   readonly #loop: RenewalLoop;
   /** The token held, the last failure, the superseded record (token-state.ts). */
@@ -116,7 +121,7 @@ export class TokenManager implements TokenView {
     this.#random = () => Math.min(Math.max(random(), 0), 1);
     this.#onRefresh = deps.onRefresh;
     this.#onSuperseded = deps.onSuperseded;
-    this.#configPath = deps.configPath;
+    this.#signals = new AnswerSignals(deps.logger, deps.configPath);
     this.#options = deps.options;
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
     this.#loop = new RenewalLoop({
@@ -175,9 +180,7 @@ export class TokenManager implements TokenView {
     const before = this.#rules.suspect;
     const verdict = this.#rules.unauthorized(generation, path);
     if (verdict === 'newly-remembered') {
-      this.#logger.info('the service answers 401 on this path even with a fresh token that other requests succeed with: its 401s are passed back without renewing', {
-        path: shortPath(path), forMinutes: PATH_MEMORY_MS / 60_000,
-      });
+      this.#signals.pathRemembered(path, PATH_MEMORY_MS / 60_000);
     }
     if (verdict === 'remembered' || verdict === 'newly-remembered') return PASS;
     if (before === undefined && this.#rules.suspect !== undefined) this.#suspectEntered(this.#rules.suspect, path);
@@ -238,12 +241,7 @@ export class TokenManager implements TokenView {
   /** Non-fatal conditions `/readyz` reports beside its verdict (a new array each call). */
   warnings(): string[] {
     const form = this.#rules.suspect;
-    if (form === undefined) return [];
-    const probe = shortPath(this.#rules.suspectPath ?? '/');
-    if (form === 'unauthorized') {
-      return [`requests get 401 even with freshly obtained tokens, on several paths, and none succeeds: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`];
-    }
-    return [`no request has succeeded since the token was obtained (only refusals such as 400, 403, 404 or a redirect, on several paths): token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`];
+    return form === undefined ? [] : [this.#signals.suspectWarning(form, this.#rules.suspectPath ?? '/')];
   }
 
   /** True while `token.attach` is suspect (the `b2b_sidecar_attach_suspect` gauge). */
@@ -263,37 +261,20 @@ export class TokenManager implements TokenView {
     if (verdict.kind === 'superseded') {
       this.#state.supersededAt(this.#clock.wallNow(), verdict.count, verdict.count >= SUPERSEDED_THRESHOLD);
       this.#onSuperseded?.();
-      if (verdict.tripped) {
-        this.#logger.warn('tokens this process still holds are rejected long before they expire: another process is probably obtaining tokens with the same ApiKey (the service keeps one token per key). Give each replica its own ApiKey, or run one sidecar per key', {
-          rejections: verdict.count, windowMinutes: SUPERSEDED_WINDOW_MS / 60_000,
-        });
-      }
+      if (verdict.tripped) this.#signals.supersededTripped(verdict.count);
     } else if (verdict.kind === 'refused' && after === undefined && before === undefined) {
-      this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', {
-        path: shortPath(path), nextAllowedInSeconds: this.#rules.renewIntervalMs / 1000,
-      });
+      this.#signals.replayRefused(path, this.#rules.renewIntervalMs);
     } else if (verdict.kind === 'path-own') {
-      this.#logger.debug('a fresh token was rejected on this path too; its 401s are the path\'s own once the token succeeds elsewhere', { path: shortPath(path) });
+      this.#signals.pathOwn(path);
     }
   }
 
   #suspectEntered(form: SuspectForm, path: string): void {
-    const probe = shortPath(this.#rules.suspectPath ?? path);
-    const command = `b2b-sidecar doctor --config ${this.#configPath ?? '<config file>'} --probe ${probe} --discover-attach`;
-    if (form === 'unauthorized') {
-      this.#logger.error(`freshly obtained tokens are rejected too, on several paths, and no request succeeds: token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
-        fingerprint: this.#state.token?.fingerprint,
-      });
-    } else {
-      const { answers, lastStatus } = this.#rules.evidence;
-      this.#logger.error(`no request has succeeded since the token was obtained (${answers} answers on several paths, none 2xx or 304; the last was ${lastStatus}): token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
-        fingerprint: this.#state.token?.fingerprint,
-      });
-    }
+    this.#signals.suspectEntered(form, this.#rules.suspectPath ?? path, this.#rules.evidence, this.#state.token?.fingerprint);
   }
 
   #suspectCleared(generation: number): void {
-    this.#logger.info('the service accepts the token again; token.attach is no longer suspect', { generation });
+    this.#signals.suspectCleared(generation);
   }
 
   /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */
@@ -491,11 +472,6 @@ export class TokenManager implements TokenView {
 }
 
 const PASS: Promise<undefined> = Promise.resolve(undefined);
-
-/** A request path as logged and printed in the doctor command: without the query, at most 200 characters. */
-function shortPath(path: string): string {
-  return path.split('?')[0]!.slice(0, 200) || '/';
-}
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
