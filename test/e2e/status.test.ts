@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +8,7 @@ import { stringify } from 'yaml';
 import type { SidecarStatus } from '../../src/observability/status.js';
 import { runCli, spawnCli } from '../helpers/cli.js';
 import { ok, startGentokenServer } from '../helpers/gentoken-server.js';
-import { CREDENTIALS } from '../helpers/stack.js';
+import { CREDENTIALS, send } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 import { startOneTokenVendor, startVendor, VENDORS } from '../helpers/vendors.js';
 
@@ -22,18 +21,10 @@ const tls = await testTls();
 const dir = mkdtempSync(join(tmpdir(), 'b2b-status-'));
 const PROBE = '/pub/b2b/v1/objects/obj-42';
 
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.setTimeout(5000, () => req.destroy(new Error('timeout')));
-    req.end();
-  });
+/** GET `path` on a local listener: its status and body as text. */
+async function get(port: number, path: string): Promise<{ status: number; body: string }> {
+  const answer = await send(port, { path });
+  return { status: answer.status, body: answer.body.toString() };
 }
 
 interface Running {
