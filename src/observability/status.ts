@@ -91,28 +91,27 @@ export function statusLine(h: { ready: boolean; reason?: string; warnings?: read
     : `not ready: ${h.reason ?? 'unknown'}`;
 }
 
-/** The `status` command's human text: the verdict first, then one fact a line. */
+/** The `status` command's human text: the verdict first, then one fact a line, labels aligned. */
 export function statusText(s: SidecarStatus): string {
   const lines = [`${s.state}${s.ready ? '' : `: ${s.reason ?? 'not ready'}`}`];
+  const line = (label: string, value: string) => lines.push(`${`${label}:`.padEnd(15)}${value}`);
   const t = s.token;
-  if (t?.fingerprint) {
-    lines.push(`token:       ${t.fingerprint} (generation ${t.generation}), age ${t.ageSeconds} s, expires in ${t.expiresInSeconds} s (${t.expiresAt})`);
-  } else {
-    lines.push('token:       none');
-  }
-  if (t?.nextAttemptAt) lines.push(`next renewal: ${t.nextAttemptAt}`);
+  line('token', t?.fingerprint
+    ? `${t.fingerprint} (generation ${t.generation}), age ${t.ageSeconds} s, expires in ${t.expiresInSeconds} s (${t.expiresAt})`
+    : 'none');
+  if (t?.nextAttemptAt) line('next attempt', t.nextAttemptAt);
   if (t?.lastRefreshError) {
     const e = t.lastRefreshError;
-    lines.push(`last refresh error: ${e.cause}: ${e.message} (at ${e.at}; ${e.attempts} failed attempt${e.attempts === 1 ? '' : 's'} since ${e.since})`);
+    line('refresh error', `${e.cause}: ${e.message} (at ${e.at}; ${e.attempts} failed attempt${e.attempts === 1 ? '' : 's'} since ${e.since})`);
   }
   if (t?.superseded) {
     const x = t.superseded;
-    lines.push(`superseded:  last at ${x.lastAt}, ${x.inWindow} in ${x.windowMinutes} min${x.likelyAnotherHolder ? ': another process probably obtains tokens with the same ApiKey' : ''}`);
+    line('superseded', `last at ${x.lastAt}, ${x.inWindow} in ${x.windowMinutes} min${x.likelyAnotherHolder ? ': another process probably obtains tokens with the same ApiKey' : ''}`);
   }
-  for (const w of s.warnings) lines.push(`warning:     ${w}`);
-  if (!s.live) lines.push(`not live:    ${s.liveReason ?? 'unknown'}`);
+  for (const w of s.warnings) line('warning', w);
+  if (!s.live) line('not live', s.liveReason ?? 'unknown');
   const l = s.listeners;
-  lines.push(`listeners:   proxy ${l.proxy ?? '-'}, admin ${l.admin ?? '-'}${l.socket ? `, socket ${l.socket}` : ''}`);
-  lines.push(`build:       b2b-sidecar ${s.build.version}, node ${s.build.node}`);
+  line('listeners', `proxy ${l.proxy ?? '-'}, admin ${l.admin ?? '-'}${l.socket ? `, socket ${l.socket}` : ''}`);
+  line('build', `b2b-sidecar ${s.build.version}, node ${s.build.node}`);
   return `${lines.join('\n')}\n`;
 }

@@ -78,9 +78,9 @@ describe('status against a running sidecar (whole process)', () => {
     assert.equal((await get(s.port, PROBE)).status, 200);
     const c = await cli(s);
     assert.equal(c.code, 0);
-    assert.match(c.text, /^ready\ntoken: {7}[0-9a-f]+ \(generation 1\), age [\d.]+ s, expires in [\d.]+ s/);
-    assert.match(c.text, new RegExp(`^listeners: {3}proxy 127\\.0\\.0\\.1:${s.port}, admin 127\\.0\\.0\\.1:${s.adminPort}$`, 'm'));
-    assert.match(c.text, /^build: {7}b2b-sidecar \d+\.\d+\.\d+\S*, node v24\./m);
+    assert.match(c.text, /^ready\ntoken: {9}[0-9a-f]+ \(generation 1\), age [\d.]+ s, expires in [\d.]+ s/);
+    assert.match(c.text, new RegExp(`^listeners: {5}proxy 127\\.0\\.0\\.1:${s.port}, admin 127\\.0\\.0\\.1:${s.adminPort}$`, 'm'));
+    assert.match(c.text, /^build: {9}b2b-sidecar \d+\.\d+\.\d+\S*, node v24\./m);
     assert.equal(c.json.state, 'ready');
     assert.deepEqual(c.json.warnings, []);
     assert.equal(c.json.token?.generation, 1);
@@ -104,7 +104,7 @@ describe('status against a running sidecar (whole process)', () => {
     const after = await cli(s);
     assert.equal(after.code, 0, 'superseded is a warning: still ready');
     assert.match(after.text, /^superseded\n/);
-    assert.match(after.text, /^superseded: {2}last at \S+Z, 3 in 10 min: another process probably obtains tokens with the same ApiKey$/m);
+    assert.match(after.text, /^superseded: {4}last at \S+Z, 3 in 10 min: another process probably obtains tokens with the same ApiKey$/m);
     assert.equal(after.json.state, 'superseded');
     const readyz = JSON.parse((await get(s.adminPort, '/readyz')).body) as { status: string; warnings: string[] };
     assert.equal(readyz.status, 'ready');
@@ -120,8 +120,8 @@ describe('status against a running sidecar (whole process)', () => {
     assert.equal(c.code, 1);
     assert.equal(c.jsonCode, 1);
     assert.match(c.text, /^no token: gentoken refused \(HTTP 403\): this host's egress address/);
-    assert.match(c.text, /^token: {7}none$/m);
-    assert.match(c.text, /^last refresh error: refused: gentoken refused \(HTTP 403\).* \(at \S+Z; \d+ failed attempts? since \S+Z\)$/m);
+    assert.match(c.text, /^token: {9}none$/m);
+    assert.match(c.text, /^refresh error: refused: gentoken refused \(HTTP 403\).* \(at \S+Z; \d+ failed attempts? since \S+Z\)$/m);
     assert.equal(c.json.state, 'no token');
     assert.equal(c.json.ready, false);
     assert.equal(c.json.token?.lastRefreshError?.cause, 'refused');
@@ -141,7 +141,7 @@ describe('status against a running sidecar (whole process)', () => {
     const c = await cli(s);
     assert.equal(c.code, 0, 'a warning: the sidecar stays ready');
     assert.match(c.text, /^attach suspect\n/);
-    assert.match(c.text, /^warning: {5}no request has succeeded since the token was obtained .*b2b-sidecar doctor --probe \/pub\/b2b\/v1\/objects\/obj-\d+ --discover-attach\)$/m);
+    assert.match(c.text, /^warning: {7}no request has succeeded since the token was obtained .*b2b-sidecar doctor --probe \/pub\/b2b\/v1\/objects\/obj-\d+ --discover-attach\)$/m);
     assert.equal(c.json.state, 'attach suspect');
     assert.deepEqual(JSON.parse((await get(s.adminPort, '/readyz')).body), { status: 'ready', warnings: st.warnings });
   });
@@ -155,9 +155,9 @@ describe('status against a running sidecar (whole process)', () => {
     assert.equal(st.token?.lastRefreshError?.cause, 'server_error');
     const c = await cli(s);
     assert.equal(c.code, 0, 'the token held still serves');
-    assert.match(c.text, /^refresh failing\ntoken: {7}[0-9a-f]+ \(generation 1\)/);
-    assert.match(c.text, /^last refresh error: server_error: auth server failed \(HTTP 500\)/m);
-    assert.match(c.text, /^next renewal: \S+Z$/m);
+    assert.match(c.text, /^refresh failing\ntoken: {9}[0-9a-f]+ \(generation 1\)/);
+    assert.match(c.text, /^refresh error: server_error: auth server failed \(HTTP 500\)/m);
+    assert.match(c.text, /^next attempt: {2}\S+Z$/m);
     assert.equal(c.json.state, 'refresh failing');
     assert.ok(!c.text.includes('tok-first-0123456789') && !JSON.stringify(c.json).includes('tok-first-0123456789'));
   });

@@ -52,10 +52,10 @@ describe('the one status and its renderings', () => {
   it('prints the text: the verdict first, one fact a line', () => {
     assert.equal(statusText(status()), [
       'ready',
-      'token:       ab12cd34 (generation 2), age 60 s, expires in 840 s (2026-01-01T00:15:00.000Z)',
-      'next renewal: 2026-01-01T00:10:00.000Z',
-      'listeners:   proxy 127.0.0.1:8080, admin 127.0.0.1:9464',
-      'build:       b2b-sidecar 1.2.3, node v24.21.0',
+      'token:         ab12cd34 (generation 2), age 60 s, expires in 840 s (2026-01-01T00:15:00.000Z)',
+      'next attempt:  2026-01-01T00:10:00.000Z',
+      'listeners:     proxy 127.0.0.1:8080, admin 127.0.0.1:9464',
+      'build:         b2b-sidecar 1.2.3, node v24.21.0',
       '',
     ].join('\n'));
   });
