@@ -6,7 +6,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import { RenewalLoop } from './renewal-loop.js';
-import { tokenStatus, type TokenGauges, type TokenView } from './token-view.js';
+import { tokenGauges, tokenStatus, type TokenGauges, type TokenView } from './token-view.js';
 import type { TokenStatus } from '../observability/status.js';
 import { TokenState, type TokenSnapshot } from './token-state.js';
 import { causeOf, failureReason } from './failure-reasons.js';
@@ -341,17 +341,7 @@ export class TokenManager implements TokenView {
 
   /** Scrape-time gauges: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
   gauges(): TokenGauges {
-    const t = this.#state.token;
-    const now = this.#clock.now();
-    const nextWall = this.#loop.nextAttemptWall();
-    const next = nextWall === undefined ? 0 : nextWall / 1000;
-    return {
-      ageSeconds: t ? (now - t.obtainedAt) / 1000 : 0,
-      expiresInSeconds: t ? Math.max(0, t.expiresAt - now) / 1000 : 0,
-      valid: this.current() !== undefined,
-      expiryTimestampSeconds: t ? (t.obtainedAtWall + t.lifetimeSeconds * 1000) / 1000 : 0,
-      nextRefreshTimestampSeconds: next,
-    };
+    return tokenGauges({ token: this.#state.token, valid: this.current() !== undefined, nextAttemptWall: this.#loop.nextAttemptWall(), now: this.#clock.now() });
   }
 
   #refresh(trigger: Trigger): Promise<TokenSnapshot> {

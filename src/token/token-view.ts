@@ -92,6 +92,18 @@ export function tokenStatus(i: TokenViewInput): TokenStatus {
   };
 }
 
+/** The token gauges at scrape time: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
+export function tokenGauges(i: { token: TokenSnapshot | undefined; valid: boolean; nextAttemptWall: number | undefined; now: number }): TokenGauges {
+  const t = i.token;
+  return {
+    ageSeconds: t ? (i.now - t.obtainedAt) / 1000 : 0,
+    expiresInSeconds: t ? Math.max(0, t.expiresAt - i.now) / 1000 : 0,
+    valid: i.valid,
+    expiryTimestampSeconds: t ? (t.obtainedAtWall + t.lifetimeSeconds * 1000) / 1000 : 0,
+    nextRefreshTimestampSeconds: i.nextAttemptWall === undefined ? 0 : i.nextAttemptWall / 1000,
+  };
+}
+
 function iso(wallMs: number): string {
   return new Date(wallMs).toISOString();
 }
