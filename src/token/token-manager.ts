@@ -18,8 +18,8 @@ import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 import type { PacedTrigger } from './gentoken-pacer.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
-import { AnswerSignals, shortPath } from './answer-signals.js';
-import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, SUPERSEDED_WINDOW_MS, type RejectedToken, type SuspectForm } from './answer-rules.js';
+import { SUPERSEDED_WINDOW_MS } from './answer-rules.js';
+import { UnauthorizedFlow } from './unauthorized-flow.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -73,10 +73,10 @@ const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
  * The composition of the parts, each testable alone: the token state (token-state.ts: the token,
  * the last failure, the superseded record); the renewal loop (renewal-loop.ts: when the next
  * gentoken call goes, with the pacer's budget and retry schedules and the loop timer, and whether
- * the loop is alive); the answer rules (answer-rules.ts) judge what the service says and
- * answer-signals.ts words their verdicts; failure-reasons.ts words what went wrong; token-view.ts is
- * what the rest of the sidecar reads (the token's part of the one status). This class holds the
- * single flight and the 401 handling that ties them together.
+ * the loop is alive); the service's answers (unauthorized-flow.ts: the answer rules' verdicts acted
+ * on, a 401 renewed and replayed, answer-signals.ts saying so); failure-reasons.ts words what went
+ * wrong; token-view.ts is what the rest of the sidecar reads (the token's part of the one status).
+ * This class holds the single flight of gentoken attempts that ties them together.
  *
  * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
  * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
@@ -92,21 +92,13 @@ export class TokenManager implements TokenView {
   readonly #onRefresh: ((result: RefreshResult, seconds: number) => void) | undefined;
   readonly #options: TokenManagerOptions;
   readonly #file: TokenFileWriter | undefined;
-  #deferred: Promise<TokenSnapshot | undefined> | undefined;
-  #mintedAfter401: TokenSnapshot | undefined;
-  /** What the service's answers say (answer-rules.ts). */
-  readonly #rules: AnswerRules;
-  /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
-  #rejected: RejectedToken | undefined;
-  readonly #onSuperseded: (() => void) | undefined;
-  /** The log lines and warning texts of the rules' verdicts (answer-signals.ts). */
-  readonly #signals: AnswerSignals;
+  /** The service's answers: the rules' verdicts acted on, a 401 renewed and replayed (unauthorized-flow.ts). */
+  readonly #flow: UnauthorizedFlow;
   /** The renewal loop: timers, backoff, budget, liveness (renewal-loop.ts). */
   readonly #loop: RenewalLoop;
   /** The token held, the last failure, the superseded record (token-state.ts). */
   readonly #state = new TokenState();
   #inflight: Promise<TokenSnapshot> | undefined;
-  #lastInvalidateAt = -Infinity;
   #started = false;
   #stopped = false;
   readonly #onFailureCause: ((cause: GentokenCause) => void) | undefined;
@@ -120,8 +112,6 @@ export class TokenManager implements TokenView {
     const random = deps.random ?? Math.random;
     this.#random = () => Math.min(Math.max(random(), 0), 1);
     this.#onRefresh = deps.onRefresh;
-    this.#onSuperseded = deps.onSuperseded;
-    this.#signals = new AnswerSignals(deps.logger, deps.configPath);
     this.#options = deps.options;
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
     this.#loop = new RenewalLoop({
@@ -135,7 +125,19 @@ export class TokenManager implements TokenView {
       },
     });
     this.#onFailureCause = deps.onFailure;
-    this.#rules = new AnswerRules(() => this.#clock.now());
+    this.#flow = new UnauthorizedFlow({
+      clock: deps.clock, logger: deps.logger, state: this.#state,
+      ...(deps.configPath !== undefined ? { configPath: deps.configPath } : {}),
+      ...(deps.onSuperseded ? { onSuperseded: deps.onSuperseded } : {}),
+      host: {
+        stopped: () => this.#stopped,
+        current: () => this.current(),
+        inflight: () => (this.#inflight ? { attempt: this.#inflight, held: this.#loop.gatedUntil !== undefined } : undefined),
+        mayCallNow: (now) => this.#loop.mayCallNow('upstream 401', now),
+        renew: () => this.#refresh('upstream 401'),
+        bounded: (p) => this.#bounded(p),
+      },
+    });
   }
 
   /** Requests the first token now. Never throws: failures are logged and retried. */
@@ -175,55 +177,7 @@ export class TokenManager implements TokenView {
    * token stays in use (the service decides about it, not a deferred renewal).
    */
   invalidate(generation: number, path = '/'): Promise<TokenSnapshot | undefined> {
-    if (this.#stopped) return PASS;
-    const token = this.#state.token;
-    const before = this.#rules.suspect;
-    const verdict = this.#rules.unauthorized(generation, path);
-    if (verdict === 'newly-remembered') {
-      this.#signals.pathRemembered(path, PATH_MEMORY_MS / 60_000);
-    }
-    if (verdict === 'remembered' || verdict === 'newly-remembered') return PASS;
-    if (before === undefined && this.#rules.suspect !== undefined) this.#suspectEntered(this.#rules.suspect, path);
-    // A newer token is safe to reuse only if it was minted because of a 401: it then postdates
-    // the revocation. One from a routine renewal may predate the revocation that rejected the
-    // older token, and would be rejected as well (seen in the soak benchmark).
-    if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#newer(generation);
-    // An attempt held back (a rotation or retry waiting for the budget) may wait far longer than a request should.
-    if (this.#inflight && this.#loop.gatedUntil !== undefined) return this.#newer(generation);
-    if (this.#inflight) return this.#bounded(this.#inflight).then((t) => (t.generation > generation ? t : undefined));
-    // A failing auth server is already retried on its backoff; request traffic must not add calls.
-    if (this.#state.failure !== undefined) return this.#newer(generation);
-    const now = this.#clock.now();
-    const wait = this.#lastInvalidateAt + this.#rules.renewIntervalMs - now;
-    if (wait > 0) {
-      // Too soon after the last 401-triggered renewal. When nothing suggests a renewal would not
-      // help (an ordinary revocation storm), one renewal is deferred to the end of the window and
-      // the 401s in the meantime wait for it (1 s at most), so a second revocation still heals.
-      // Otherwise (a renewal that did not help, token.attach suspect) the 401 goes back at once.
-      if (verdict !== 'renew' || !this.#rules.holdsForRenewal) return this.#newer(generation);
-      this.#deferred ??= new Promise<TokenSnapshot | undefined>((resolve, reject) => {
-        this.#clock.setTimeout(() => {
-          this.#deferred = undefined;
-          this.invalidate(generation, path).then(resolve, reject);
-        }, wait);
-      });
-      return this.#deferred;
-    }
-    if (!this.#loop.mayCallNow('upstream 401', now)) return this.#newer(generation);
-    this.#lastInvalidateAt = now;
-    const rejectedCurrent = token !== undefined && token.generation === generation;
-    if (rejectedCurrent) {
-      // Held back from requests only while its renewal is on the wire: milliseconds.
-      this.#state.markBad();
-      this.#rejected = { generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds, proven: this.#rules.proven(generation) };
-    }
-    this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
-    const refreshed = this.#refresh('upstream 401').catch((err: unknown) => {
-      // The auth server failed, not necessarily the token: keep serving it while it is valid.
-      this.#state.unmarkBad(token);
-      throw err;
-    });
-    return this.#bounded(refreshed);
+    return this.#flow.invalidate(generation, path);
   }
 
   /**
@@ -232,55 +186,17 @@ export class TokenManager implements TokenView {
    * couple of comparisons when nothing is pending.
    */
   answered(generation: number, status: number, path: string, replayOf?: number): void {
-    if (replayOf !== undefined) return this.#replayAnswered(replayOf, generation, status, path);
-    const change = this.#rules.answered(generation, status, path);
-    if (change === 'suspect') this.#suspectEntered('answers', path);
-    else if (change === 'cleared') this.#suspectCleared(generation);
+    this.#flow.answered(generation, status, path, replayOf);
   }
 
   /** Non-fatal conditions `/readyz` reports beside its verdict (a new array each call). */
   warnings(): string[] {
-    const form = this.#rules.suspect;
-    return form === undefined ? [] : [this.#signals.suspectWarning(form, this.#rules.suspectPath ?? '/')];
+    return this.#flow.warnings();
   }
 
   /** True while `token.attach` is suspect (the `b2b_sidecar_attach_suspect` gauge). */
   attachSuspect(): boolean {
-    return this.#rules.suspect !== undefined;
-  }
-
-  #replayAnswered(replayOf: number, fresh: number, status: number, path: string): void {
-    const before = this.#rules.suspect;
-    this.#rules.answered(fresh, status, path);
-    const pending = this.#rejected;
-    const rejected: RejectedToken = pending?.generation === replayOf ? pending : { generation: replayOf, obtainedAt: -Infinity, lifetimeSeconds: 0, proven: false };
-    const verdict = this.#rules.replayed(rejected, fresh, status, path);
-    const after = this.#rules.suspect;
-    if (before === undefined && after !== undefined) this.#suspectEntered(after, path);
-    else if (before !== undefined && after === undefined) this.#suspectCleared(fresh);
-    if (verdict.kind === 'superseded') {
-      this.#state.supersededAt(this.#clock.wallNow(), verdict.count, verdict.count >= SUPERSEDED_THRESHOLD);
-      this.#onSuperseded?.();
-      if (verdict.tripped) this.#signals.supersededTripped(verdict.count);
-    } else if (verdict.kind === 'refused' && after === undefined && before === undefined) {
-      this.#signals.replayRefused(path, this.#rules.renewIntervalMs);
-    } else if (verdict.kind === 'path-own') {
-      this.#signals.pathOwn(path);
-    }
-  }
-
-  #suspectEntered(form: SuspectForm, path: string): void {
-    this.#signals.suspectEntered(form, this.#rules.suspectPath ?? path, this.#rules.evidence, this.#state.token?.fingerprint);
-  }
-
-  #suspectCleared(generation: number): void {
-    this.#signals.suspectCleared(generation);
-  }
-
-  /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */
-  #newer(generation: number): Promise<TokenSnapshot | undefined> {
-    const t = this.current();
-    return Promise.resolve(t !== undefined && t.generation > generation ? t : undefined);
+    return this.#flow.attachSuspect();
   }
 
   /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */
@@ -322,7 +238,6 @@ export class TokenManager implements TokenView {
   /** The token's part of the one status (token-view.ts). */
   view(): TokenStatus {
     const failure = this.#state.failure;
-    const suspect = this.#rules.suspect;
     return tokenStatus({
       readiness: this.status(),
       liveness: this.liveness(),
@@ -331,7 +246,7 @@ export class TokenManager implements TokenView {
       failureMessage: failure ? failureReason(failure.cause, failure.detail, this.#loop.notBefore - this.#clock.now()) : undefined,
       superseded: this.#state.superseded,
       supersededWindowMs: SUPERSEDED_WINDOW_MS,
-      suspect: suspect === undefined ? undefined : { evidence: suspect, path: shortPath(this.#rules.suspectPath ?? '/') },
+      suspect: this.#flow.suspect(),
       warnings: this.warnings(),
       nextAttemptWall: this.#loop.nextAttemptWall(),
       now: this.#clock.now(),
@@ -389,7 +304,7 @@ export class TokenManager implements TokenView {
     const lifetimeSeconds = Math.min(result.aliveSecondsTtl, this.#options.maxLifetimeSeconds);
     const lifetimeMs = lifetimeSeconds * 1000;
     const token = this.#state.obtained(result, creds, sentAt, sentAtWall, lifetimeSeconds);
-    if (trigger === 'upstream 401') this.#mintedAfter401 = token;
+    this.#flow.obtained(token, trigger);
     this.#onRefresh?.('success', latencyMs / 1000);
     const renewInSeconds = this.#loop.succeeded(sentAt, lifetimeMs, () => this.#kick('renewal'));
     if (!this.#stopped) void this.#file?.write(token.value);
@@ -461,7 +376,6 @@ export class TokenManager implements TokenView {
   }
 }
 
-const PASS: Promise<undefined> = Promise.resolve(undefined);
 
 function round(n: number): number {
   return Math.round(n * 10) / 10;
