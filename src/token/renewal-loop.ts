@@ -98,6 +98,11 @@ export class RenewalLoop {
     this.#timer.cancel();
   }
 
+  /** Monotonic ms the current token's scheduled renewal is due at; Infinity before the first token. */
+  get renewDueAt(): number {
+    return this.#renewDueAt;
+  }
+
   /** Monotonic ms a held-back attempt waits for; undefined when none is held back. */
   get gatedUntil(): number | undefined {
     return this.#gatedUntil;
@@ -237,7 +242,7 @@ export class RenewalLoop {
     this.#deferring = true;
     this.#logger.warn('gentoken call deferred', {
       trigger, by, waitSeconds: round((at - now) / 1000),
-      ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 is passed back and the current token stays in use' } : {}),
+      ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 waits for the scheduled renewal when it is due within 2 s, else it is passed back; the current token stays in use' } : {}),
     });
   }
 

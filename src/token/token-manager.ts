@@ -134,6 +134,8 @@ export class TokenManager implements TokenView {
         current: () => this.current(),
         inflight: () => (this.#inflight ? { attempt: this.#inflight, held: this.#loop.gatedUntil !== undefined } : undefined),
         mayCallNow: (now) => this.#loop.mayCallNow('upstream 401', now),
+        renewDueAt: () => this.#loop.renewDueAt,
+        tokenTimeoutMs: deps.options.tokenTimeoutMs,
         renew: () => this.#refresh('upstream 401'),
         bounded: (p) => this.#bounded(p),
       },
@@ -151,6 +153,7 @@ export class TokenManager implements TokenView {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#loop.stop();
+    this.#flow.stop();
     await this.#file?.flush();
   }
 
@@ -304,7 +307,7 @@ export class TokenManager implements TokenView {
     const lifetimeSeconds = Math.min(result.aliveSecondsTtl, this.#options.maxLifetimeSeconds);
     const lifetimeMs = lifetimeSeconds * 1000;
     const token = this.#state.obtained(result, creds, sentAt, sentAtWall, lifetimeSeconds);
-    this.#flow.obtained(token, trigger);
+    this.#flow.obtained(token, trigger, sentAt);
     this.#onRefresh?.('success', latencyMs / 1000);
     const renewInSeconds = this.#loop.succeeded(sentAt, lifetimeMs, () => this.#kick('renewal'));
     if (!this.#stopped) void this.#file?.write(token.value);

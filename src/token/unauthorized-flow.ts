@@ -13,6 +13,10 @@ export interface FlowHost {
   inflight(): { attempt: Promise<TokenSnapshot>; held: boolean } | undefined;
   /** True when a 401-triggered gentoken call may go out at `now` (otherwise counted as deferred). */
   mayCallNow(now: number): boolean;
+  /** Monotonic ms the current token's scheduled renewal is due at. */
+  renewDueAt(): number;
+  /** The longest wait for a gentoken call once it goes out (`service.tokenTimeoutMs`). */
+  readonly tokenTimeoutMs: number;
   /** Starts the single-flight renewal a 401 asks for. */
   renew(): Promise<TokenSnapshot>;
   /** Waits for `p` at most the token timeout, then hands out only a usable token. */
@@ -31,6 +35,13 @@ export interface UnauthorizedFlowDeps {
 }
 
 const PASS: Promise<undefined> = Promise.resolve(undefined);
+/**
+ * A 401 whose renewal the budget holds back waits for the token's scheduled renewal (never held
+ * back) when it falls due within this long, and is replayed with its token: under revocations,
+ * short-lived tokens then cost clients no 401 and the service no extra call (docs/design.md,
+ * "Reading the answers").
+ */
+const SCHEDULED_RENEWAL_WAIT_MS = 2_000;
 
 /**
  * What the sidecar does with the service's answers: feeds them to the answer rules
@@ -49,6 +60,8 @@ export class UnauthorizedFlow {
   /** The log lines and warning texts of the rules' verdicts (answer-signals.ts). */
   readonly #signals: AnswerSignals;
   #deferred: Promise<TokenSnapshot | undefined> | undefined;
+  /** 401s waiting for the scheduled renewal: each takes the first token whose call went out after it arrived. */
+  #renewalWaiters: Array<{ since: number; settle: (token: TokenSnapshot | undefined) => void }> = [];
   #mintedAfter401: TokenSnapshot | undefined;
   /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
   #rejected: RejectedToken | undefined;
@@ -64,9 +77,19 @@ export class UnauthorizedFlow {
     this.#signals = new AnswerSignals(deps.logger, deps.configPath);
   }
 
-  /** A token arrived from an attempt started by `trigger`. */
-  obtained(token: TokenSnapshot, trigger: string): void {
+  /** A token arrived from an attempt started by `trigger` whose call went out at `sentAt` (monotonic ms). */
+  obtained(token: TokenSnapshot, trigger: string, sentAt: number): void {
     if (trigger === 'upstream 401') this.#mintedAfter401 = token;
+    if (this.#renewalWaiters.length) {
+      const waiting = this.#renewalWaiters;
+      this.#renewalWaiters = waiting.filter((w) => w.since > sentAt);
+      for (const waiter of waiting) if (waiter.since <= sentAt) waiter.settle(token);
+    }
+  }
+
+  /** The manager stops: 401s waiting for the scheduled renewal are passed back. */
+  stop(): void {
+    for (const waiter of this.#renewalWaiters.splice(0)) waiter.settle(undefined);
   }
 
   /** See TokenManager.invalidate(). */
@@ -106,7 +129,7 @@ export class UnauthorizedFlow {
       });
       return this.#deferred;
     }
-    if (!this.#host.mayCallNow(now)) return this.#newer(generation);
+    if (!this.#host.mayCallNow(now)) return this.#scheduledRenewal(generation, now);
     this.#lastInvalidateAt = now;
     const rejectedCurrent = token !== undefined && token.generation === generation;
     if (rejectedCurrent) {
@@ -170,6 +193,31 @@ export class UnauthorizedFlow {
 
   #suspectEntered(form: SuspectForm, path: string): void {
     this.#signals.suspectEntered(form, this.#rules.suspectPath ?? path, this.#rules.evidence, this.#state.token?.fingerprint);
+  }
+
+  /**
+   * A 401 whose renewal the budget holds back: when the scheduled renewal falls due within
+   * SCHEDULED_RENEWAL_WAIT_MS, wait for its token (a call sent after the 401 arrived postdates the
+   * revocation) and replay with it; otherwise pass the 401 back at once.
+   */
+  #scheduledRenewal(generation: number, now: number): Promise<TokenSnapshot | undefined> {
+    const due = this.#host.renewDueAt() - now;
+    if (!(due <= SCHEDULED_RENEWAL_WAIT_MS)) return this.#newer(generation);
+    return new Promise((resolve) => {
+      const waiter = {
+        since: now,
+        settle: (token: TokenSnapshot | undefined) => {
+          this.#clock.clearTimeout(timer);
+          resolve(token !== undefined && token.generation > generation ? token : undefined);
+        },
+      };
+      // The renewal's own call may take up to the token timeout once it goes out.
+      const timer = this.#clock.setTimeout(() => {
+        this.#renewalWaiters = this.#renewalWaiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      }, Math.max(0, due) + this.#host.tokenTimeoutMs);
+      this.#renewalWaiters.push(waiter);
+    });
   }
 
   /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */

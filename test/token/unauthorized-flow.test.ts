@@ -14,7 +14,7 @@ function setup() {
   let superseded = 0;
   const mint = (trigger: string): TokenSnapshot => {
     const token = state.obtained({ token: `token-value-${state.token ? state.token.generation + 1 : 1}`, refreshToken: null, aliveSecondsTtl: 900 } as never, { apiKey: 'k', password: 'p', version: 1 }, clock.now(), clock.wallNow(), 900);
-    flow.obtained(token, trigger);
+    flow.obtained(token, trigger, clock.now());
     return token;
   };
   const flow: UnauthorizedFlow = new UnauthorizedFlow({
@@ -24,6 +24,8 @@ function setup() {
       current: () => state.usable(clock.now()),
       inflight: () => undefined,
       mayCallNow: () => true,
+      renewDueAt: () => Infinity,
+      tokenTimeoutMs: 5_000,
       renew: () => {
         renewals++;
         assert.equal(state.usable(clock.now()), undefined, 'the rejected token is held back while its renewal is on the wire');
