@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger.js';
+import { shellWord } from '../shared/shell-word.js';
 import { SUPERSEDED_WINDOW_MS, type SuspectForm } from './answer-rules.js';
 
 /**
@@ -17,7 +18,7 @@ export class AnswerSignals {
 
   /** `token.attach` became suspect: one error line with the exact doctor command. */
   suspectEntered(form: SuspectForm, probePath: string, evidence: { answers: number; lastStatus: number }, fingerprint: string | undefined): void {
-    const command = `b2b-sidecar doctor --config ${this.#configPath ?? '<config file>'} --probe ${shortPath(probePath)} --discover-attach`;
+    const command = `b2b-sidecar doctor --config ${this.#configPath !== undefined ? shellWord(this.#configPath) : '<config file>'} --probe ${shellWord(shortPath(probePath))} --discover-attach`;
     if (form === 'unauthorized') {
       this.#logger.error(`freshly obtained tokens are rejected too, on several paths, and no request succeeds: token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
         fingerprint,
@@ -35,7 +36,7 @@ export class AnswerSignals {
 
   /** The `/readyz` warning while `token.attach` is suspect. */
   suspectWarning(form: SuspectForm, probePath: string): string {
-    const probe = shortPath(probePath);
+    const probe = shellWord(shortPath(probePath));
     if (form === 'unauthorized') {
       return `requests get 401 even with freshly obtained tokens, on several paths, and none succeeds: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`;
     }
