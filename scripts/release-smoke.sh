@@ -13,7 +13,8 @@
 #      the archive's unit (ExecStart=/opt/b2b-sidecar/bin/b2b-sidecar).
 # Everything in the roots runs in its own mount and PID namespace (unshare), so nothing is left
 # mounted or running when it ends. RELEASE_SMOKE_REPRODUCIBLE=1 builds the release a second time
-# and compares every artifact byte for byte (about as long again).
+# and compares every artifact byte for byte (about as long again); RELEASE_SMOKE_BUILT=1 tests the
+# release already in release/ instead of building it.
 #
 # Usage: scripts/release-smoke.sh   (npm run smoke:release; as root; needs mmdebstrap, dpkg-deb,
 #        unshare, curl, python3; the npm registry and a Debian mirror, or caches)
@@ -49,8 +50,12 @@ for tool in mmdebstrap dpkg-deb unshare curl python3 sha256sum; do
   command -v "$tool" >/dev/null 2>&1 || fail "$tool is not installed (Debian: apt-get install mmdebstrap util-linux curl python3)"
 done
 
-step "npm run release"
-(cd "$repo" && node scripts/release.mjs)
+if [ "${RELEASE_SMOKE_BUILT:-0}" = 1 ]; then
+  step "the release already in release/ (RELEASE_SMOKE_BUILT=1)"
+else
+  step "npm run release"
+  (cd "$repo" && node scripts/release.mjs)
+fi
 release="$repo/release"
 version=$(node -p "require('$repo/package.json').version")
 deb="b2b-sidecar_${version}_$(dpkg --print-architecture).deb"
@@ -74,7 +79,7 @@ if [ ! -f "$base" ]; then
   rm -f "$roots_cache/debian-$suite-amd64-minbase-systemd-"*.tar   # yesterday's: today's has the security updates
   # systemd for systemd-analyze and the unit's world (targets, /bin/kill from procps); apt's lists
   # are removed (mmdebstrap's default), so the .deb's Depends cannot be fetched: they must be there.
-  mmdebstrap --variant=minbase --include=systemd,procps --quiet "$suite" "$base.partial" || fail "mmdebstrap $suite failed"
+  mmdebstrap --variant=minbase --include=systemd,procps --format=tar --quiet "$suite" "$base.partial" || fail "mmdebstrap $suite failed"
   mv "$base.partial" "$base"
 fi
 new_root() {
@@ -110,9 +115,10 @@ demo_in_root() {
   done
   [ "$code" = 200 ] || fail "$bin demo: $curl_line answered HTTP ${code:-nothing}, expected 200"
   printf '%s demo: %s → HTTP %s %s\n' "$bin" "$curl_line" "$code" "$(head -c 120 "$work/$name.body")"
-  local node_pid
-  node_pid=$(pgrep -P "$demo_pid" | head -n 1)
-  [ -n "$node_pid" ] || fail "no process found under unshare $demo_pid"
+  # The job is a subshell running unshare, whose child is node (chroot, env and the launcher exec it).
+  local node_pid=$demo_pid child
+  while child=$(pgrep -P "$node_pid" | head -n 1) && [ -n "$child" ]; do node_pid=$child; done
+  tr '\0' ' ' <"/proc/$node_pid/cmdline" 2>/dev/null | grep -q 'node/bin/node .*dist/cli\.js demo' || fail "no node process found under $demo_pid"
   kill -TERM "$node_pid"
   local status=0
   wait "$demo_pid" || status=$?
@@ -134,7 +140,7 @@ new_root deb-root
 r1="$work/deb-root"
 in_root "$r1" sh -c '! command -v node && ! command -v nodejs' >/dev/null || fail "the root has a Node.js"
 cp "$release/$deb" "$r1/tmp/"
-in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "/tmp/$deb" || fail "apt-get install ./$deb failed in a minimal $suite"
+in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 "/tmp/$deb" || fail "apt-get install ./$deb failed in a minimal $suite"
 
 step "root 1: files, modes, conffile, nothing enabled or started"
 modes=$(cd "$r1" && stat -c '%n %a %U:%G' etc/b2b-sidecar etc/b2b-sidecar/sidecar.yaml etc/b2b-sidecar/api-key etc/b2b-sidecar/password)
@@ -162,7 +168,7 @@ demo_in_root "$r1" b2b-sidecar deb-demo
 step "root 1: apt remove keeps the edited config and the credentials"
 printf '# edited by release-smoke\n' >>"$r1/etc/b2b-sidecar/sidecar.yaml"
 printf 'smoke-api-key\n' >"$r1/etc/b2b-sidecar/api-key"
-in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q b2b-sidecar >"$work/remove.out" 2>&1 || fail "apt-get remove failed"
+in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get remove -y -q -o Dpkg::Use-Pty=0 b2b-sidecar >"$work/remove.out" 2>&1 || fail "apt-get remove failed"
 [ ! -e "$r1/usr/bin/b2b-sidecar" ] && [ ! -e "$r1/usr/lib/b2b-sidecar" ] || fail "files left after remove"
 tail -n 1 "$r1/etc/b2b-sidecar/sidecar.yaml" | grep -qx '# edited by release-smoke' || fail "remove did not keep the edited sidecar.yaml"
 grep -qx smoke-api-key "$r1/etc/b2b-sidecar/api-key" || fail "remove did not keep the api-key file"
@@ -170,7 +176,7 @@ in_root "$r1" dpkg-query -W -f='${Status}\n' b2b-sidecar | grep -qx 'deinstall o
 printf 'kept: /etc/b2b-sidecar/sidecar.yaml (edited), api-key, password\n'
 
 step "root 1: apt purge removes them"
-in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q b2b-sidecar >"$work/purge.out" 2>&1 || fail "apt-get purge failed"
+in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q -o Dpkg::Use-Pty=0 b2b-sidecar >"$work/purge.out" 2>&1 || fail "apt-get purge failed"
 [ ! -e "$r1/etc/b2b-sidecar" ] || fail "/etc/b2b-sidecar is left after purge: $(ls -A "$r1/etc/b2b-sidecar")"
 status=$(in_root "$r1" dpkg-query -W -f='${Status}\n' b2b-sidecar 2>/dev/null || true)
 case "$status" in *installed*|*config-files*) [ "$status" = 'unknown ok not-installed' ] || fail "after purge dpkg says: $status" ;; esac
