@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -125,5 +125,24 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       assert.ok(files.includes(path) || files.some((f) => f.startsWith(`${path}/`)), `README links to ${link}, which the npm package does not ship`);
     }
     assert.ok(!files.some((f) => f.startsWith('docs/drafts/')), 'docs/drafts/ is not for the package');
+  });
+
+  // docs/traps.md T61. Needs `npm run build` (dist/); works on a copy, since other tests run dist/.
+  it('makes the same V8 code cache twice with --random-seed=1, and a node without the flag takes it', () => {
+    assert.ok(existsSync(join(ROOT, 'dist/lib/bundle/run.cjs')), 'dist/ is missing: npm run build first');
+    const copy = join(work, 'cache-build');
+    cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true });
+    symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules')); // what dist/lib/ imports
+    const cache = join(copy, 'dist/lib/bundle/run.cjs.v8cache');
+    const make = () => {
+      execFileSync(process.execPath, ['--random-seed=1', join(ROOT, 'scripts/warm-code-cache.mjs'), join(copy, 'dist')], { stdio: ['ignore', 'ignore', 'pipe'] });
+      return readFileSync(cache);
+    };
+    const first = make();
+    assert.deepEqual(make(), first, 'two caches made with --random-seed=1 differ');
+    const used = execFileSync(process.execPath, ['--input-type=module', '-e',
+      `const { loadCommonJs } = await import(${JSON.stringify(join(copy, 'dist/lib/entry/code-cache.js'))});
+       process.stdout.write(String(loadCommonJs(${JSON.stringify(join(copy, 'dist/lib/bundle/run.cjs'))}).cacheUsed));`], { encoding: 'utf8' });
+    assert.equal(used, 'true', 'V8 rejected the cache made with --random-seed=1');
   });
 });
