@@ -6,8 +6,8 @@ import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js'
 import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
-import { chmodSync, chownSync } from 'node:fs';
-import { clearStaleSocket, LOCAL_SOCKET } from './local-socket.js';
+import { clearStaleSocket, createSocketFile, LOCAL_SOCKET, removeSocketFile, type SocketFile } from './local-socket.js';
+import { fullListenerLogger, type FullListenerReport } from './full-listener.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -16,10 +16,12 @@ export interface ListenerLimits {
   maxConnections: number;
   /** Most simultaneous connections from one source address; undefined = only `maxConnections`. */
   maxConnectionsPerSource?: number;
+  /** How long an idle kept-alive connection stays open after a response; 5 s when absent. */
+  keepAliveTimeoutMs?: number;
 }
 
-/** Why a connection was refused before any request was read. */
-export type ConnectionRefusal = 'not_allowed' | 'per_source_limit';
+/** Why a connection was refused before any request was read (`max_connections`: Node dropped it, the listener being full). */
+export type ConnectionRefusal = 'not_allowed' | 'per_source_limit' | 'max_connections';
 
 /** Decisions taken when a connection opens, before Node's parser sees a byte. */
 export interface ConnectionPolicy {
@@ -27,8 +29,12 @@ export interface ConnectionPolicy {
   admit?: (peer: string | undefined) => boolean;
   /** Counts each refused connection (a metric). */
   onRefused?: (reason: ConnectionRefusal) => void;
+  /** Sources `maxConnectionsPerSource` does not count (they still count towards `maxConnections`). */
+  exemptFromPerSource?: (peer: string | undefined) => boolean;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
+  /** Reports connections dropped because the listener holds `maxConnections` (a log line at most once a minute). */
+  full?: FullListenerReport;
   /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
   onOpen?: () => void;
   onClose?: () => void;
@@ -42,8 +48,9 @@ export interface Listener {
   listen(host: string, port: number): Promise<number>;
   /**
    * Listens on a unix socket at `path` instead: a stale socket is replaced only if nothing answers
-   * on it; the file is created with `mode` (under a matching umask, so it is never more open) and
-   * given `gid` when set. Pair with the `local` connection policy.
+   * on it; the file gets `mode` and `gid` (when set) before it appears at `path`, and nothing is
+   * done through `path` (local-socket.ts createSocketFile). `close()` removes that file, and only
+   * it. Pair with the `local` connection policy.
    */
   listenPath(path: string, mode: number, gid?: number): Promise<void>;
   /** Stops accepting, lets in-flight requests finish for up to `timeoutMs`, then cuts the rest. */
@@ -91,7 +98,7 @@ export function createListener(
       // client hold a connection far longer than configured.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
-      keepAliveTimeout: 5000,
+      keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
       noDelay: true,
       requireHostHeader: true,
     },
@@ -110,6 +117,13 @@ export function createListener(
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
+  // Past maxConnections Node closes each new connection at once and says so only through 'drop'
+  // (docs/traps.md T52): count it and say it, or a full listener is invisible.
+  const logFull = policy.full ? fullListenerLogger(logger, limits.maxConnections, policy.full) : undefined;
+  server.on('drop', () => {
+    policy.onRefused?.('max_connections');
+    logFull?.();
+  });
   const { onOpen, onClose } = policy;
   if (onOpen && onClose) {
     server.prependListener('connection', (socket: Socket) => {
@@ -137,6 +151,12 @@ export function createListener(
     else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
   });
 
+  // The unix socket this listener linked into place (listenPath): removed when it closes.
+  let socketFile: SocketFile | undefined;
+  const removeOwnSocket = (): void => {
+    if (socketFile) removeSocketFile(socketFile);
+    socketFile = undefined;
+  };
   return {
     server,
     get inflight() {
@@ -153,23 +173,16 @@ export function createListener(
     },
     async listenPath(path, mode, gid) {
       await clearStaleSocket(path);
-      const previous = process.umask(0o777 & ~mode);
-      try {
-        await new Promise<void>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(path, () => {
-            server.off('error', reject);
-            resolve();
-          });
+      socketFile = await createSocketFile(path, mode, gid, (at) => new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(at, () => {
+          server.off('error', reject);
+          resolve();
         });
-      } finally {
-        process.umask(previous);
-      }
-      chmodSync(path, mode);
-      if (gid !== undefined) chownSync(path, -1, gid);
+      }));
     },
     async close(timeoutMs = 0) {
-      if (!server.listening) return;
+      if (!server.listening) return removeOwnSocket();
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
@@ -180,6 +193,7 @@ export function createListener(
       }
       server.closeAllConnections();
       await closed;
+      removeOwnSocket();
     },
   };
 }
@@ -207,7 +221,7 @@ function guardConnections(server: Server, perSource: number | undefined, policy:
     judged.add(socket);
     const peer = socket.remoteAddress;
     if (policy.admit && !policy.admit(peer)) return refuseConnection(socket, 'not_allowed', 403, 'forbidden');
-    if (perSource !== undefined) {
+    if (perSource !== undefined && !policy.exemptFromPerSource?.(peer)) {
       const key = peer ?? '';
       const count = (open.get(key) ?? 0) + 1;
       if (count > perSource) {
