@@ -9,8 +9,8 @@
 //   b2b-sidecar-<v>.cdx.json               CycloneDX SBOM: every package in them and the runtimes
 //   SHA256SUMS
 // Every archive is reproducible: times are SOURCE_DATE_EPOCH (default: the last commit's time),
-// entries sorted, owners 0, gzip without a name or time, and the V8 code cache made with a fixed
-// --random-seed (V8's hash seeds made it differ on every build). The runtime's version is
+// entries sorted, owners 0, gzip without a name or time, and the V8 code cache made with V8's seeds
+// fixed and its helper threads off (docs/traps.md T61). The runtime's version is
 // .node-version's; the code cache is made by that runtime, the one the archives ship.
 // scripts/release-smoke.sh installs and runs what this builds; scripts/release/check-release.mjs
 // checks the SBOM and the checksums against the archives.
@@ -79,25 +79,21 @@ const nodeLicense = join(runtimes['linux-x64'].dir, 'LICENSE');
 checkGlibc(join(runtimes['linux-x64'].dir, 'bin/node'));
 checkGlibc(join(runtimes['linux-arm64'].dir, 'bin/node'));
 
-step(`dist/lib/bundle/run.cjs.v8cache made again by Node.js ${nodeVersion}, the shipped runtime (--random-seed=1: the same bytes every build)`);
+step(`dist/lib/bundle/run.cjs.v8cache made again by Node.js ${nodeVersion}, the shipped runtime (--predictable --random-seed=1: the same bytes every build)`);
 const pinnedNode = process.platform === 'linux' && process.arch === 'x64' ? join(runtimes['linux-x64'].dir, 'bin/node')
   : process.version === `v${nodeVersion}` ? process.execPath : null;
 if (!pinnedNode) throw new Error(`the code cache must be made by Node.js ${nodeVersion}: run the release on Linux x64 or with that node`);
-// The cache holds what the warm start compiled, in the order it was compiled: on a busy machine the
-// order of a few start-up events can differ (seen once in a dozen builds). Two warm starts that
-// agree give the cache every build gets; a third and later are tried if they do not.
+// docs/traps.md T61. Without a cache beside run.cjs (a warm start writes the functions it took from
+// one in that cache's order), with V8's seeds fixed and its helper threads off, the warm start makes
+// the same cache every time; a node started without these flags still takes it. Two warm starts
+// must agree, or the build says it is not reproducible.
 const cacheFile = join(repo, 'dist/lib/bundle/run.cjs.v8cache');
-let cache = null;
-for (let attempt = 1; ; attempt += 1) {
-  run(pinnedNode, ['--random-seed=1', 'scripts/warm-code-cache.mjs', 'dist']);
-  const made = readFileSync(cacheFile);
-  if (cache?.equals(made)) break;
-  if (attempt === 5) {
-    process.stdout.write('release: WARNING: five warm starts gave five different code caches; this build is not reproducible\n');
-    break;
-  }
-  cache = made;
-}
+const warmStart = () => {
+  rmSync(cacheFile, { force: true });
+  run(pinnedNode, ['--predictable', '--random-seed=1', 'scripts/warm-code-cache.mjs', 'dist']);
+  return readFileSync(cacheFile);
+};
+if (!warmStart().equals(warmStart())) process.stdout.write('release: WARNING: two warm starts gave different code caches; this build is not reproducible\n');
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });
