@@ -16,7 +16,6 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { compileIpGuard } from './shared/ip-guard.js';
 import { RunGroup } from './shared/run-group.js';
 import type { SecretSet } from './shared/secrets.js';
-import { loadTrustedCas } from './shared/tls.js';
 import { gentokenUrl } from './token/token-client.js';
 import type { TokenManager } from './token/token-manager.js';
 
@@ -146,7 +145,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
     const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false }, { version: deps.version ?? 'unknown', node: process.version });
-    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}) });
+    const part = await startServicePart(config, { group, metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}) });
     service = part;
     const routes: ProxyRoute[] = [part.route];
     const l10n = config.localization;
