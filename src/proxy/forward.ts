@@ -14,7 +14,7 @@ import { rewriteCookie, rewriteQuery } from './attach.js';
 import { connectionNominated, STRIPPED_REQUEST_HEADERS } from './hop-by-hop.js';
 import type { ProxyMetrics, ProxyRoute } from './proxy-route.js';
 import type { ReplayTee } from './replay-body.js';
-import type { RequestBody } from './request-body.js';
+import type { RequestBody } from './body-source.js';
 import type { RouteCredentials } from './route-credentials.js';
 
 export interface ForwarderOptions {
@@ -98,7 +98,7 @@ export function createForwarder(options: ForwarderOptions): Forward {
         return deliver(upstream);
       }
       metrics.upstreamUnauthorized();
-      return replayAfterUnauthorized(route, credentials, upstream, plan !== undefined && !plan.replayable, path, async (renewed) => {
+      return replayAfterUnauthorized(options, route, credentials, upstream, plan !== undefined && !plan.replayable, path, async (renewed) => {
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) return undefined;
         body = again;
@@ -115,38 +115,38 @@ export function createForwarder(options: ForwarderOptions): Forward {
     }
     return first.then(answered, (err: unknown) => retry(credentials, err).then(answered));
   }
+}
 
-  /**
-   * After an upstream 401: renew the token and send the request once more with it. The service did
-   * not process a 401'd request, so replaying any method once is safe. `resend` gives undefined
-   * when the body cannot be sent again (streamed, or its copy given up); the 401 is then passed back.
-   */
-  async function replayAfterUnauthorized(
-    route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean, path: string,
-    resend: (renewed: RouteCredentials) => Promise<UpstreamResponse | undefined>,
-  ): Promise<UpstreamResponse> {
-    const renew = route.credentials.renewAfterUnauthorized!;
-    if (streamed) {
-      // The body is gone, so no replay; but the token is still renewed for the next requests.
-      renew(credentials, path).catch(() => undefined);
-      return rejected;
-    }
-    const held = await hold(rejected);
-    let renewed: RouteCredentials | undefined;
-    try {
-      renewed = await renew(credentials, path);
-    } catch (err) {
-      logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
-    }
-    // A throttled or failed renewal can settle with the very credentials just rejected:
-    // replaying with them would only earn a second 401.
-    if (!renewed || renewed.generation === credentials.generation) return held;
-    const replayed = await resend(renewed);
-    if (!replayed) return held;
-    if (replayed.status === 401) metrics.upstreamUnauthorized();
-    route.credentials.answered?.(renewed, replayed.status, path, credentials);
-    return replayed;
+/**
+ * After an upstream 401: renew the token and send the request once more with it. The service did
+ * not process a 401'd request, so replaying any method once is safe. `resend` gives undefined
+ * when the body cannot be sent again (streamed, or its copy given up); the 401 is then passed back.
+ */
+async function replayAfterUnauthorized(
+  { metrics, logger }: ForwarderOptions, route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean, path: string,
+  resend: (renewed: RouteCredentials) => Promise<UpstreamResponse | undefined>,
+): Promise<UpstreamResponse> {
+  const renew = route.credentials.renewAfterUnauthorized!;
+  if (streamed) {
+    // The body is gone, so no replay; but the token is still renewed for the next requests.
+    renew(credentials, path).catch(() => undefined);
+    return rejected;
   }
+  const held = await hold(rejected);
+  let renewed: RouteCredentials | undefined;
+  try {
+    renewed = await renew(credentials, path);
+  } catch (err) {
+    logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
+  }
+  // A throttled or failed renewal can settle with the very credentials just rejected:
+  // replaying with them would only earn a second 401.
+  if (!renewed || renewed.generation === credentials.generation) return held;
+  const replayed = await resend(renewed);
+  if (!replayed) return held;
+  if (replayed.status === 401) metrics.upstreamUnauthorized();
+  route.credentials.answered?.(renewed, replayed.status, path, credentials);
+  return replayed;
 }
 
 /** The client's headers minus hop-by-hop, nominated and route-owned ones, plus the route's own. */
