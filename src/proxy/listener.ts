@@ -179,6 +179,10 @@ export function createListener(
           server.off('error', reject);
           resolve();
         });
+      }), () => new Promise<void>((resolve) => {
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        server.closeAllConnections();
       }));
     },
     async close(timeoutMs = 0) {
