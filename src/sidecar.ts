@@ -156,7 +156,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // give up before making the part.
       group.alive();
       localization = await group.started(
-        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets, metrics, ...(deps.env ? { env: deps.env } : {}) }),
+        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets, metrics, signal: group.signal, ...(deps.env ? { env: deps.env } : {}) }),
         (l) => l.stop(),
       );
       routes.push(localization.route);

@@ -52,11 +52,13 @@ export async function startLocalizationPart(
     metrics?: Pick<Metrics, 'egressProxyFailed' | 'egressProxyInUse' | 'clientCertificate'>;
     /** Where HTTPS_PROXY and NO_PROXY are read; the process's environment by default. */
     env?: Environment;
+    /** Aborted when the process stops during start-up. */
+    signal?: AbortSignal;
   },
 ): Promise<LocalizationPart> {
   const { logger } = deps;
   const upstream = await openUpstream('localization', cfg, {
-    env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true, metrics: deps.metrics,
+    env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true, metrics: deps.metrics, signal: deps.signal,
   });
   let described: LocalizationRoute | undefined;
   let engine;

@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadClientCertificate, loadClientCertificateSync, type ClientCertificateFiles } from '../../src/shared/client-certificate.js';
 import { keyDerivation, MAX_KEY_ITERATIONS } from '../../src/shared/key-derivation.js';
+import { decryptKeyOffThread, KeyDecryptionError } from '../../src/shared/key-decryption.js';
+import { RunGroup } from '../../src/shared/run-group.js';
+import { StoppedDuringStartError } from '../../src/shared/errors.js';
 import { createClientCa } from '../helpers/client-certs.js';
 
 /**
@@ -105,5 +108,39 @@ describe('client key decryption is bounded', () => {
     assert.equal(await loadClientCertificate(files, new Date(), first), first, 'the same bytes give back the same pair, undecrypted');
     writeFileSync(files.keyPassphraseFile!, 'wrong\n');
     await assert.rejects(loadClientCertificate(files, new Date(), first), /cannot be decrypted with service\.keyPassphraseFile/);
+  });
+
+  it('a decryption on its worker has a deadline and ends on stop; a worker still running never keeps the process alive', async (t) => {
+    const files = await pair(t, ['-v2', 'aes-256-cbc', '-iter', String(MAX_KEY_ITERATIONS - 100_000)]);
+    const pem = readFileSync(files.keyFile, 'utf8');
+    // Past the deadline (0 ms: the worker has not even started), the worker is ended and the promise rejects.
+    await assert.rejects(decryptKeyOffThread(pem, 'correct horse', { timeoutMs: 0 }), (err: unknown) => err instanceof KeyDecryptionError && err.code === 'timed out');
+    // A stop (the process's run group aborts its signal) ends a decryption under way, with a message.
+    const stopping = new AbortController();
+    const loading = loadClientCertificate(files, new Date(), undefined, { signal: stopping.signal });
+    setImmediate(() => stopping.abort());
+    await assert.rejects(loading, /^Error: service\.keyFile \S+key\.pem: decryption given up, the process is stopping$/);
+    await assert.rejects(loadClientCertificate(files, new Date(), undefined, { signal: stopping.signal }), /decryption given up/);
+    // A process that only has a decryption under way ends without waiting for it (the worker is unref'd):
+    // at exit the promise has not settled. Were the worker keeping the process, it would have.
+    const script = `import { decryptKeyOffThread } from ${JSON.stringify(join(process.cwd(), 'src/shared/key-decryption.ts'))};
+      import { readFileSync } from 'node:fs';
+      let settled = 'no';
+      decryptKeyOffThread(readFileSync(${JSON.stringify(files.keyFile)}, 'utf8'), 'correct horse').then(() => (settled = 'resolved'), (e) => (settled = 'rejected ' + e.code));
+      process.on('exit', () => process.stdout.write('settled at exit: ' + settled));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(out, 'settled at exit: no');
+  });
+
+  it('a start-up step that fails because a stop was requested reads as the stop (run group)', async () => {
+    const group = new RunGroup({ warn: () => undefined });
+    const signal = group.signal;
+    assert.equal(signal.aborted, false);
+    const step = group.started(new Promise<never>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('given up')))), () => undefined);
+    group.requestStop();
+    await assert.rejects(step, StoppedDuringStartError);
+    await assert.rejects(group.started(Promise.reject(new Error('other')), () => undefined), StoppedDuringStartError);
+    const fresh = new RunGroup({ warn: () => undefined });
+    await assert.rejects(fresh.started(Promise.reject(new Error('a real failure')), () => undefined), /a real failure/);
   });
 });
