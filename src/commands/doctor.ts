@@ -20,7 +20,8 @@ import { throughRunningSidecar } from '../doctor/through-sidecar.js';
 import { tokenClientOptions, transportOptions } from '../service/service-part.js';
 import { openUpstream, UpstreamOpenError, type Upstream } from '../upstream/open-upstream.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `doctor`. */
 export interface DoctorArgs {

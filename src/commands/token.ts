@@ -7,7 +7,8 @@ import type { TokenClient } from '../token/token-client.js';
 import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
 import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `token`. */
 export interface TokenArgs {

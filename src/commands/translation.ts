@@ -7,7 +7,8 @@ import { LocalizationError, TranslationRefError } from '../localization/localiza
 import { formatTranslationSummary } from '../localization/summary.js';
 import { createTokenSource } from '../localization/weblate-token.js';
 import { parseTranslationRef, type TranslationRef } from '../config/translation-ref.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /**
  * `b2b-sidecar translation <project>/<component>/<language> --config FILE [--json]`: looks up
