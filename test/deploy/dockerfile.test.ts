@@ -73,14 +73,14 @@ describe('Dockerfile', () => {
     assert.ok(copies.some((c) => /\bpackage\.json\b/.test(c)), 'runtime has package.json (the CLI reads its version from it)');
   });
 
-  it('pins every base image by version tag, on the Node major the package supports', () => {
-    const major = /(\d+)/.exec(pkg.engines.node)?.[1];
+  it('pins every base image by full version tag, on the runtime the project ships (.node-version)', () => {
+    const pinned = readFileSync(new URL('.node-version', root), 'utf8').trim();
     for (const stage of stages) {
       if (stages.some((s) => s.alias === stage.image)) continue; // FROM an earlier stage
       assert.match(stage.image, /^[\w.\-/]+:[\w.-]+$/, `${stage.image}: pinned by tag`);
       const tag = stage.image.split(':')[1]!;
       assert.doesNotMatch(tag, /^(latest|current|lts)/, `${stage.image}: a floating tag`);
-      assert.match(tag, new RegExp(`^${major}\\.\\d+\\.\\d+-`), `${stage.image}: full Node ${major}.x.y version in the tag`);
+      assert.ok(tag.startsWith(`${pinned}-`), `${stage.image}: Node ${pinned} (.node-version) in the tag`);
     }
   });
 
