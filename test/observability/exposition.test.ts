@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { registerSidecarMetrics } from '../../src/observability/metrics-table.js';
 import { Registry } from '../../src/observability/prom-client-core.js';
@@ -89,6 +91,20 @@ describe('the /metrics exposition', () => {
     const current = await currentExposition();
     if (process.env['B2B_WRITE_EXPOSITION'] === '1') writeFileSync(GOLDEN, current);
     assert.equal(current, readFileSync(GOLDEN, 'utf8'));
+  });
+
+  it('has one client library, used through its own registries: no prom-client, no value import of the package entry', () => {
+    const src = fileURLToPath(new URL('../../src/', import.meta.url));
+    const files = readdirSync(src, { recursive: true, encoding: 'utf8' }).filter((f) => /\.ts$/.test(f));
+    for (const file of files) {
+      const text = readFileSync(join(src, file), 'utf8');
+      // The two libraries keep separate global registries: a metric registered through the other
+      // one would be missing from /metrics without an error.
+      assert.doesNotMatch(text, /from 'prom-client(\/[^']*)?'/, `${file} imports prom-client`);
+      if (file !== join('observability', 'prom-client-core.ts')) {
+        assert.doesNotMatch(text, /^import (?!type )[^;]*from '@prometheus-io\/client[^']*'/m, `${file}: value imports go through src/observability/prom-client-core.ts`);
+      }
+    }
   });
 
   it('normalises values, runtime label values and the default metrics\' samples away, and keeps the sidecar\'s label values', () => {
