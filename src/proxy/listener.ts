@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setServerTimeouts } from '../shared/server-timeouts.js';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
@@ -62,6 +63,9 @@ const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidde
  * the only transfer coding, a connection's requests handed over in arrival order, `h2c`
  * upgrade offers ignored and every other upgrade and CONNECT refused.
  */
+/** How long an idle client connection stays open after a response. */
+const LISTENER_KEEP_ALIVE_MS = 5000;
+
 export function createListener(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   limits: ListenerLimits,
@@ -91,7 +95,7 @@ export function createListener(
       // client hold a connection far longer than configured.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
-      keepAliveTimeout: 5000,
+      keepAliveTimeout: LISTENER_KEEP_ALIVE_MS,
       noDelay: true,
       requireHostHeader: true,
     },
@@ -105,6 +109,10 @@ export function createListener(
       admitInOrder(req, res, dispatch);
     },
   );
+  // All four explicitly: Node's defaults differ between releases (docs/traps.md T42). No socket
+  // inactivity limit: a long download or upload may be silent on one side while the upstream
+  // deadlines and the listener's request timeout bound it.
+  setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });
   // Node keeps only the first 2000 headers in req.headers while its parser frames the body
   // with all of them: a Content-Length after 2000 lines was invisible here and the body was
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
