@@ -31,9 +31,6 @@ const PROXY_HINTS: Record<TunnelFailure, string> = {
   timeout: 'the proxy did not answer: check the proxy address and the firewall between this host and it',
 };
 
-/** OpenSSL's verdict on a key below the security level ("EE/CA certificate key too weak"). */
-const WEAK_KEY = /\bkey too (weak|small)\b/i;
-
 /** Chain errors that mean "not signed by anything trusted" (rather than expired or revoked). */
 const UNTRUSTED = new Set([
   'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
@@ -113,10 +110,6 @@ async function afterTcp(o: ConnectCheckOptions, host: string, socket: Socket, tc
       return fail(`${tcp}; certificate chain invalid (${code}: valid ${cert?.valid_from ?? '?'} to ${cert?.valid_to ?? '?'})`,
         'the service must renew its certificate (tell the support team), or this machine\'s clock is wrong');
     }
-    if (WEAK_KEY.test(handshake.message)) {
-      return fail(`${tcp}; certificate refused: its key is too weak for Node.js ${process.version} (${handshake.message})`,
-        'Node.js 24.5 and later refuse certificate keys under 2048 bits: the service (or a CA in its chain) needs an RSA key of 2048 bits or more, or an EC key of 256 bits or more; tell the support team, and run the sidecar on Node.js 22 until it is replaced');
-    }
     if (UNTRUSTED.has(code)) {
       return fail(`${tcp}; certificate chain not trusted against ${roots} (${code}; issuer ${issuer})`,
         o.caFile
@@ -170,7 +163,7 @@ function connectTcp(address: string, port: number, timeoutMs: number): Promise<{
  * is read when it arrives (the OCSP status callback runs before verification), so a rejected
  * chain can still name its issuer. Nothing is ever sent on this connection.
  */
-function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate; askedForClientCertificate: boolean } | { chainError: string; message: string; cert: PeerCertificate | undefined } | { error: string }> {
+function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate; askedForClientCertificate: boolean } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
   return new Promise((resolve) => {
     let received: PeerCertificate | undefined;
     // `requestOCSP` is passed on to the TLSSocket by connect() but missing from its option type.
@@ -205,7 +198,7 @@ function handshakeTls(socket: Socket, host: string, secureContext: SecureContext
       tls.destroy();
       // A verification failure sets authorizationError before the socket is torn down.
       const verdict = (tls as TLSSocket & { authorizationError?: Error | string }).authorizationError;
-      resolve(verdict ? { chainError: String(verdict), message: err.message, cert: received } : { error: codeOf(err) });
+      resolve(verdict ? { chainError: String(verdict), cert: received } : { error: codeOf(err) });
     });
   });
 }

@@ -2,8 +2,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
-import { createSecureContext, createServer as createTlsServer } from 'node:tls';
-import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
@@ -228,32 +226,6 @@ describe('doctor: connect step', () => {
     assert.equal(plain.code, 0, plain.stdout);
     assert.match(line(plain.lines, 'connect'), /^✓ connect: TCP 127\.0\.0\.1 port \d+ open; no TLS \(http:\/\/, service\.allowInsecureHttp\)$/);
     assertNoSecrets(plain.stdout, 'plain-token-1234');
-  });
-
-  it('a service certificate with a 1024-bit RSA key: refused from Node 24.5, and doctor says so', async (t) => {
-    // An openssl-made certificate as an old vendor has; the test server accepts it (security level 0).
-    const weak = mkdtempSync(join(tmpdir(), 'b2b-doctor-weak-'));
-    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:1024', '-nodes', '-keyout', join(weak, 'key.pem'), '-out', join(weak, 'cert.pem'),
-      '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { encoding: 'utf8' });
-    assert.equal(made.status, 0, made.stderr);
-    const key = readFileSync(join(weak, 'key.pem'));
-    const cert = readFileSync(join(weak, 'cert.pem'));
-    const server = createTlsServer({ key, cert, ciphers: 'DEFAULT:@SECLEVEL=0' }, (socket) => socket.end());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    t.after(() => new Promise<void>((resolve) => server.close(() => resolve())));
-    const { port } = server.address() as { port: number };
-    const out = await doctor({ config: configFile({ baseUrl: `https://127.0.0.1:${port}`, caFile: join(weak, 'cert.pem') }), json: true });
-    const connect = out.steps.find((s) => s.step === 'connect')!;
-    // The runtime's own verdict on such a key, at its default security level.
-    const refused = (() => { try { createSecureContext({ key, cert }); return false; } catch { return true; } })();
-    if (refused) {
-      assert.equal(out.code, 1);
-      assert.equal(connect.ok, false);
-      assert.match(connect.detail, new RegExp(`certificate refused: its key is too weak for Node\\.js ${process.version.replace(/\./g, '\\.')} \\(.*key too weak\\)`));
-      assert.match(connect.hint!, /2048 bits or more/);
-    } else {
-      assert.equal(connect.ok, true, `Node ${process.version} accepts a 1024-bit key: ${connect.detail}`);
-    }
   });
 
   it('a port nobody listens on: TCP refused', async () => {
