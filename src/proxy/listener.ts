@@ -109,7 +109,7 @@ export function createListener(
       admitInOrder(req, res, dispatch);
     },
   );
-  // All four explicitly: Node's defaults differ between releases (docs/traps.md T42). No socket
+  // All four explicitly: Node's defaults differ between releases (docs/traps.md T52). No socket
   // inactivity limit: a long download or upload may be silent on one side while the upstream
   // deadlines and the listener's request timeout bound it.
   setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });
