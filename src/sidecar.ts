@@ -3,6 +3,7 @@ import type { Logger } from './observability/logger.js';
 import { ListenError } from './config/listen-error.js';
 import type { Config } from './config/schema.js';
 import { configWarnings } from './config/warnings.js';
+import { rereadFileKeys } from './config/walk.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type AnyListener, type Metrics } from './observability/metrics.js';
@@ -36,6 +37,11 @@ export interface SidecarDeps {
   env?: Readonly<Record<string, string | undefined>>;
   /** Called once when a drain or stop begins, whoever started it (systemd's STOPPING=1). */
   onDrain?: () => void;
+  /**
+   * Loads the localization part's module (a dynamic import by default, so a sidecar without
+   * `localization` never reads it). Tests pass their own to hold start-up at that step.
+   */
+  loadLocalizationPart?: () => Promise<typeof import('./localization/localization-part.js')>;
 }
 
 export interface Sidecar {
@@ -55,8 +61,11 @@ export interface Sidecar {
    * During start-up it makes start() give up and waits for it, so no part outlives it.
    */
   stop(): Promise<void>;
-  /** Re-reads credential files (SIGHUP) and switches to a token obtained with them. */
-  reloadCredentials(): Promise<void>;
+  /**
+   * Re-reads credential files (SIGHUP) and switches to a token obtained with them. For SIGHUP
+   * (`signalled`), one log line says what was re-read, changed or not.
+   */
+  reloadCredentials(signalled?: boolean): Promise<void>;
   readonly registry: Registry;
   /** Settles once the sidecar has stopped, whoever stopped it (signal, POST /shutdown, error). */
   readonly done: Promise<void>;
@@ -68,8 +77,21 @@ export interface Sidecar {
   live(): { live: boolean; reason?: string };
 }
 
-/** The admin listener's own limits: small requests from Prometheus and probes. */
-const ADMIN_LIMITS = { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, maxHeaderBytes: 16_384, maxConnections: 64 };
+/**
+ * The admin listener's own limits: small requests from Prometheus and probes. A connection that
+ * has not sent its request head within 2 s is answered 408 and closed, and an idle kept-alive one
+ * is closed 2 s after its last answer: idle connections cannot hold the listener for long.
+ */
+const ADMIN_LIMITS = { requestTimeoutMs: 30_000, headersTimeoutMs: 2_000, keepAliveTimeoutMs: 2_000, maxHeaderBytes: 16_384, maxConnections: 64 };
+
+/**
+ * The addresses the sidecar's own `healthcheck` and `wait` connect from (a container's
+ * HEALTHCHECK, a postStart hook): not counted by admin.maxConnectionsPerSource, so eight idle
+ * connections of another local process cannot make the liveness check fail
+ * (docs/security.md, "The admin listener"). Exactly these, not 127.0.0.0/8: a service mesh's
+ * traffic arrives from 127.0.0.6.
+ */
+const PROBE_SOURCES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
 /**
  * Wires the parts: no I/O until `start()`. The service part (credentials, token, engine, route),
@@ -131,7 +153,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const l10n = config.localization;
     if (l10n) {
       // Loaded only when configured: the localization schema and poller cost start-up time.
-      const { startLocalizationPart } = await import('./localization/localization-part.js');
+      const { startLocalizationPart } = await (deps.loadLocalizationPart ?? (() => import('./localization/localization-part.js')))();
       // A signal during the import (the first start of a process reads the module from disk):
       // give up before making the part.
       group.alive();
@@ -164,6 +186,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // Judged as the connection opens: idle connections from a refused source must not fill the
       // listener's 64 and take /healthz (and the liveness probe) down.
       admit: adminAllows,
+      exemptFromPerSource: (peer) => peer !== undefined && PROBE_SOURCES.has(peer),
       onRefused: (reason) => metrics.connectionRefused('admin', reason),
       ...counted('admin'),
     });
@@ -175,15 +198,20 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
       const onSocket = createListener(handler, config.proxy, logger, { local: true, ...counted('socket') });
       socketListener = onSocket;
-      let ours = false; // only a file this process made is removed: not a live one it refused to take
-      await group.started(
-        onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), config.listen.socketGroup ? groupId(config.listen.socketGroup) : undefined)
-          .then(() => { ours = true; }, (err: unknown) => { throw new ListenError('proxy', socketPath, undefined, err); }),
-        async () => {
-          await onSocket.close(0);
-          if (ours) rmSync(socketPath, { force: true });
-        },
-      );
+      // Registered before it binds, like the TCP listeners: a failure after the file exists
+      // (its mode or group refused) must still close the listener and remove the file, or the
+      // open listener keeps a process that could not start alive. Only a file this listener
+      // made is removed, never a live one it refused to take (listening says it made one).
+      await group.started(onSocket, async () => {
+        const ours = onSocket.server.listening;
+        await onSocket.close(0);
+        if (ours) rmSync(socketPath, { force: true });
+      });
+      const socketGroup = config.listen.socketGroup;
+      await Promise.resolve()
+        .then(() => onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), socketGroup ? groupId(socketGroup) : undefined))
+        .catch((err: unknown) => { throw new ListenError('proxy', socketPath, undefined, err); });
+      group.alive();
     }
 
     phase = 'started';
@@ -203,20 +231,32 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     return { port, adminPort };
   }
 
-  async function reloadCredentials() {
+  async function reloadCredentials(signalled = false) {
     localization?.reload();
-    if (!service) return;
+    if (!service) {
+      if (signalled) logger.info('SIGHUP: nothing re-read yet (still starting)');
+      return;
+    }
     // Beside the credential re-read, not before it: a hung proxy or certificate file must not hold it back.
     const egressReload = service.egress.reload(); // never rejects: a refused file keeps the current values
+    let credentials = 'unchanged';
     try {
       if (await service.credentials.reload()) {
+        credentials = 'changed';
         logger.info('credentials changed; obtaining a token with the new ones');
         await service.tokens.rotate();
       }
     } catch (err) {
+      credentials = 'kept (re-read failed)';
       logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
     }
     await egressReload;
+    if (signalled) {
+      // Said every time, changed or not: an operator who sent the signal sees it arrived and what it covered.
+      const files = rereadFileKeys(config);
+      if (files.length) logger.info('SIGHUP: re-read the files', { files, credentials });
+      else logger.info('SIGHUP: nothing to re-read (no file-based settings)');
+    }
   }
 
   function drain() {

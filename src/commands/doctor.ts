@@ -1,19 +1,23 @@
 import type { Config } from '../config/schema.js';
 import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
 import { confirmConfigured, DEFAULT_DISCOVERY_RATE, discoverAttach, parseTry } from '../doctor/attach-discovery.js';
+import { unknownToken } from '../doctor/decoy-token.js';
+import { haltOf, haltStep } from '../doctor/discovery-halt.js';
 import type { Attachment } from '../config/schema.js';
 import { checkConnection } from '../doctor/connect-check.js';
 import { formatSteps, type DoctorStep } from '../doctor/doctor-report.js';
 import { checkGentoken } from '../doctor/gentoken-check.js';
 import { checkProbe, type ProbeTarget } from '../doctor/probe-check.js';
 import { ConfigError } from '../shared/errors.js';
-import { loadConfig } from '../config/load-config.js';
+import { envReplacements, loadConfig } from '../config/load-config.js';
 import { createLogger } from '../observability/logger.js';
 import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
 import { checkListenAddresses } from '../doctor/listen-check.js';
+import { findRunningSidecar, type RunningSidecar } from '../doctor/running-sidecar.js';
+import { throughRunningSidecar } from '../doctor/through-sidecar.js';
 import { serviceEngineOptions, startServiceEgress, tokenClientOptions } from '../service/service-part.js';
 import type { EgressHandle } from '../upstream/egress-settings.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
@@ -32,6 +36,11 @@ export interface DoctorArgs {
   try?: string[];
   /** Discovery requests per second (default {@link DEFAULT_DISCOVERY_RATE}). */
   discoveryRate?: number;
+  /**
+   * Obtain a token of doctor's own even when a sidecar with this config runs (at a vendor that
+   * keeps one token per ApiKey, that revokes the one the sidecar holds).
+   */
+  ownToken?: boolean;
   /** Waits between discovery requests; tests pass one that does not sleep. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -45,8 +54,12 @@ const PROBE_PATH = /^\/(?!\/)[\x21-\x7e]*$/;
  * refuses still runs the discovery asked for): config, connect (DNS, TCP, TLS chain and name),
  * gentoken, probe, discover-attach. Prints no password, ApiKey or token: every line goes through
  * the secret set, before anything is cut.
+ * Beside a running sidecar with the same config (its admin address answers), doctor obtains no
+ * token (a new one would revoke the sidecar's at a vendor that keeps one token per ApiKey): it
+ * says so and probes through the sidecar's listener, which attaches the token it holds, unless
+ * `ownToken` is set.
  * Exit codes: 0 every step passed, or discovery's verdict is `configured` or `found`; 1 a step
- * failed (or discovery found `none`, `ambiguous`, `cannot-tell`); 2 invalid configuration or options.
+ * failed (or discovery's verdict is any other); 2 invalid configuration or options.
  */
 export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<number> {
   if ((args.discoverAttach || args.try?.length) && args.probe === undefined) {
@@ -77,8 +90,9 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   // The addresses run would bind; a conflict is reported and the diagnosis goes on (exit 1 at the end).
   const admin = { key: 'admin' as const, host: config.admin.host, port: config.admin.port };
   steps.push(await checkListenAddresses([{ key: 'listen', host: config.listen.host, port: config.listen.port }, admin], admin));
+  const running = await findRunningSidecar(config);
   try {
-    await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, steps, secrets, io.env);
+    await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, { steps, secrets, env: io.env, running });
     return finish();
   } finally {
     store.close();
@@ -95,7 +109,9 @@ async function loadEverything(path: string | undefined, io: CommandIo, secrets: 
     const config = await loadConfig(path, io.env);
     const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
     const store = await createCredentialStore(config.credentials, { logger, secrets });
-    return { config, store, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable` } };
+    // Which source is used, where the environment or systemd replaced the file's choice.
+    const replaced = envReplacements(config).map((r) => `; ${r}`).join('');
+    return { config, store, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable${replaced}` } };
   } catch (err) {
     if (err instanceof ConfigError) {
       const step: DoctorStep = { step: 'config', ok: false, detail: `${source}: invalid configuration`, hint: 'fix every problem listed (check-config lists the same)', problems: err.problems };
@@ -115,8 +131,16 @@ function exitCode(steps: readonly DoctorStep[]): number {
   return steps.every((s) => s.ok) ? EXIT_OK : EXIT_FAILURE;
 }
 
+/** What the steps share: the report so far, the secrets to scrub, the environment, a running sidecar. */
+interface Diagnosis {
+  steps: DoctorStep[];
+  secrets: SecretSet;
+  env: NodeJS.ProcessEnv;
+  running: RunningSidecar | undefined;
+}
+
 /** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
-async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, steps: DoctorStep[], secrets: SecretSet, env: NodeJS.ProcessEnv): Promise<void> {
+async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, { steps, secrets, env, running }: Diagnosis): Promise<void> {
   const url = new URL(config.service.baseUrl);
   let ca: TrustedCas | undefined;
   try {
@@ -142,29 +166,43 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
   steps.push(connect);
   if (!connect.ok) return;
 
-  const clientOptions = tokenClientOptions(config, ca, way.egress);
-  const client = createTokenClient(clientOptions);
   const credentials = store.current();
-  const gentoken = await checkGentoken(client, credentials, clientOptions).finally(() => client.close());
-  steps.push(gentoken.step);
-  if (!gentoken.result || args.probe === undefined) return;
-  secrets.addToken(gentoken.result.token);
-
+  const base = `${url.origin}${basePathOf(url)}`;
   // The engine `run` would use, one connection: the probes go one after another.
   const engine = createUndiciEngine({ ...serviceEngineOptions(config, ca, {}, way.egress), maxSockets: 1 });
+  const direct = (token: string): ProbeTarget => ({
+    engine, path: args.probe ?? '/', base,
+    vars: { token, apiKey: credentials.apiKey, rkObjectId: credentials.rkObjectId },
+    redact: (text) => secrets.redact(text),
+  });
+  const discovering = args.discoverAttach === true || args.guesses.length > 0;
   try {
-    const target: ProbeTarget = {
-      engine,
-      path: args.probe,
-      base: `${url.origin}${basePathOf(url)}`,
-      vars: { token: gentoken.result.token, apiKey: credentials.apiKey, rkObjectId: credentials.rkObjectId },
-      redact: (text) => secrets.redact(text),
-    };
-    const discovering = args.discoverAttach === true || args.guesses.length > 0;
-    const { answer: _answer, ...probe } = await checkProbe(target, config.token.attach, discovering);
+    if (running && !args.ownToken) {
+      // Plain HTTP to the sidecar's own listener, as the app sends it.
+      const engineTo = (listener: URL) => createUndiciEngine({ ...serviceEngineOptions(config, undefined), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
+      await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo });
+      return;
+    }
+    const clientOptions = tokenClientOptions(config, ca, way.egress);
+    const client = createTokenClient(clientOptions);
+    const gentoken = await checkGentoken(client, credentials, clientOptions).finally(() => client.close());
+    if (running && gentoken.result) gentoken.step.detail += `; --own-token: a b2b-sidecar with this config runs (${running.admin}), and at a vendor that keeps one token per ApiKey this token replaced the one it holds (it renews at its next 401)`;
+    steps.push(gentoken.step);
+    if (!gentoken.result || args.probe === undefined) return;
+    secrets.addToken(gentoken.result.token);
+    const target = direct(gentoken.result.token);
+    const { answer, ...probe } = await checkProbe(target, config.token.attach, discovering);
     steps.push(probe);
     if (!discovering || probe.status === undefined) return;
-    const options = { rate: args.discoveryRate ?? DEFAULT_DISCOVERY_RATE, ...(args.sleep ? { sleep: args.sleep } : {}) };
+    const halt = answer && haltOf(answer);
+    if (halt) {
+      steps.push(haltStep(halt, answer, `${base}${target.path}`, 0, { detail: `${halt}: the probe was answered ${answer.status}${answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : ''}; discovery not started (0 requests sent)` }));
+      return;
+    }
+    // A token of the same shape the service never issued: random, and scrubbed like the real one.
+    const decoyToken = unknownToken(gentoken.result.token);
+    secrets.addToken(decoyToken);
+    const options = { rate: args.discoveryRate ?? DEFAULT_DISCOVERY_RATE, decoyToken, ...(args.sleep ? { sleep: args.sleep } : {}) };
     if (args.guesses.length > 0) steps.push(await discoverAttach(target, { ...options, guesses: args.guesses }));
     else if (probe.ok) steps.push(await confirmConfigured(target));
     else if (probe.status < 500) steps.push(await discoverAttach(target, options));

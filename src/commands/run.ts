@@ -65,21 +65,26 @@ export async function serve(
   };
   io.onSignal('SIGTERM', () => onStop('SIGTERM'));
   io.onSignal('SIGINT', () => onStop('SIGINT'));
-  io.onSignal('SIGHUP', () => void sidecar.reloadCredentials());
+  io.onSignal('SIGHUP', () => void sidecar.reloadCredentials(true));
+  // Every wait below races a second signal: one during start-up or a stuck stop exits at once too.
+  let started: { port: number; adminPort: number } | number;
   try {
-    const ports = await sidecar.start();
-    onStarted?.(ports);
+    started = await Promise.race([sidecar.start(), forced]);
   } catch (err) {
     // A signal during start-up: start() gave up and stop() is already unwinding what it started.
     if (err instanceof StoppedDuringStartError) return Promise.race([sidecar.stop().then(() => EXIT_OK), forced]);
     const reason = err instanceof ConfigError ? { reason: 'invalid configuration', problems: err.problems } : { reason: (err as Error).message };
     logger.error('the sidecar could not start', { ...reason, code: (err as { code?: string }).code });
-    await sidecar.stop();
+    const code = await Promise.race([sidecar.stop().then(() => EXIT_FAILURE), forced]);
+    if (code === EXIT_INTERRUPTED) return code;
     // Problems only found at start (a file changed since validation) are reported like any other config problem.
     if (err instanceof ConfigError) return reportConfigFailure(err, io);
     // The log line may be filtered or collected elsewhere; the operator at a terminal reads stderr.
-    if (err instanceof ListenError) io.stderr.write(`error: ${err.message}\n`);
+    // A listener's message already names its key; any other failure says what it stopped.
+    io.stderr.write(`error: ${err instanceof ListenError ? '' : 'the sidecar could not start: '}${(err as Error).message}\n`);
     return EXIT_FAILURE;
   }
+  if (typeof started === 'number') return started;
+  onStarted?.(started);
   return Promise.race([sidecar.done.then(() => EXIT_OK), forced]);
 }

@@ -5,19 +5,39 @@ import { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
 import { startServiceEgress, tokenClientOptions } from '../service/service-part.js';
+import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
+/** Arguments of `token`. */
+export interface TokenArgs {
+  config?: string;
+  /** Print the whole AuthResult. */
+  json?: boolean;
+  /** Obtain a token even when a sidecar with this config runs (it may revoke the one it holds). */
+  ownToken?: boolean;
+}
+
 /**
- * `token --config FILE [--json]`: obtains one token and prints it (`--json`: the whole
- * AuthResult). Printing the token is this command's purpose; it is never logged.
- * Exit codes: 0 ok, 1 on a 401 (with the server's message) or any failure, 2 for invalid
- * configuration (including credential files that are empty or unusable).
+ * `token --config FILE [--json] [--own-token]`: obtains one token and prints it (`--json`: the
+ * whole AuthResult). Printing the token is this command's purpose; it is never logged.
+ * Beside a running sidecar with the same config (its admin address answers) it refuses unless
+ * `--own-token` is given: at a vendor that keeps one token per ApiKey, a new token revokes the one
+ * the sidecar holds, and the sidecar's token is not handed out (`token.file` is the way to share it).
+ * Exit codes: 0 ok, 1 on a 401 (with the server's message), a running sidecar or any failure, 2
+ * for invalid configuration (including credential files that are empty or unusable).
  */
-export async function tokenCommand(args: { config?: string; json?: boolean }, io: CommandIo): Promise<number> {
+export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
   for (const warning of startupWarnings(io.env)) io.stderr.write(`warning: ${warning}\n`);
   if (typeof config === 'number') return config;
+  const running = args.ownToken ? undefined : await findRunningSidecar(config);
+  if (running) {
+    const state = running.ready ? 'holds a valid token' : `holds no valid token (${running.reason ?? 'not ready'})`;
+    const file = config.token.file ? `; it writes the token it holds to token.file (${config.token.file})` : '';
+    io.stderr.write(`token: not obtained: a b2b-sidecar with this config answers on ${running.admin} and ${state}. At a vendor that keeps one token per ApiKey a new token revokes the one it holds. To check the credentials and the set-up, run doctor (it probes through the sidecar)${file}; to obtain a token anyway, add --own-token\n`);
+    return EXIT_FAILURE;
+  }
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
   const store = await createCredentialStore(config.credentials, { logger, secrets }).catch((err: Error) => err);

@@ -1,6 +1,5 @@
-import { request } from 'node:http';
+import { adminBaseUrl, askAdmin } from '../observability/admin-client.js';
 import { loadConfigOrExit } from './config-problems.js';
-import { connectHost } from './healthcheck.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
 
 /** Arguments of `wait`. */
@@ -16,7 +15,8 @@ export interface WaitArgs {
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const INTERVAL_MS = 250;
-/** One ask may take this long before it counts as no answer. */
+const NO_ANSWER = 'no answer yet';
+/** One ask may take this long (head and body) before it counts as no answer; never past the deadline. */
 const ASK_TIMEOUT_MS = 2_000;
 
 /**
@@ -44,23 +44,27 @@ export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number
   } else {
     const config = await loadConfigOrExit(args.config, io);
     if (typeof config === 'number') return config;
-    const host = connectHost(config.admin.host);
-    base = new URL(`http://${host.includes(':') ? `[${host}]` : host}:${config.admin.port}`);
+    base = adminBaseUrl(config.admin);
   }
   const url = new URL('/readyz', base);
+  // An overall deadline: every ask is cut at it, so an answer dripping a byte at a time or a body
+  // without end cannot hold `wait` past --timeout.
   const deadline = Date.now() + timeoutMs;
-  let last = 'no answer yet';
+  let last = NO_ANSWER;
   for (;;) {
-    const answer = await ask(url);
-    if (answer.status === 200) {
+    const budget = Math.max(1, Math.min(ASK_TIMEOUT_MS, deadline - Date.now()));
+    const answer = await askAdmin(url, budget);
+    if (answer.status === 200 && !answer.failure) {
       io.stdout.write(`ready: ${url.href} answered 200\n`);
       return EXIT_OK;
     }
-    last = answer.status === undefined ? answer.reason : `${answer.status}${answer.reason ? ` ${answer.reason}` : ''}`;
+    // An ask the deadline cut short says less than the answer before it.
+    if (answer.failure === 'timeout' && budget < ASK_TIMEOUT_MS && last !== NO_ANSWER) break;
+    last = answer.failure === 'timeout' ? 'ask: timeout (no complete answer in time)' : answer.failure ?? `${answer.status}`;
     if (Date.now() >= deadline) break;
     await new Promise((r) => setTimeout(r, Math.min(args.intervalMs ?? INTERVAL_MS, Math.max(0, deadline - Date.now()))));
   }
-  io.stderr.write(`not ready after ${timeoutMs / 1000} s: ${url.href} last answered ${last}\n`);
+  io.stderr.write(`not ready after ${timeoutMs / 1000} s: ${url.href} last ${last}\n`);
   return EXIT_FAILURE;
 }
 
@@ -71,27 +75,4 @@ export function parseDuration(text: string): number | undefined {
   const n = Number(m[1]);
   const ms = m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000;
   return Number.isFinite(ms) && ms > 0 ? ms : undefined;
-}
-
-/** One GET of /readyz: its status and message, or why there was none. */
-function ask(url: URL): Promise<{ status?: number; reason: string }> {
-  return new Promise((resolve) => {
-    const req = request(url, { method: 'GET', agent: false, timeout: ASK_TIMEOUT_MS }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { if (body.length < 4096) body += d; });
-      res.on('end', () => {
-        let message = '';
-        try {
-          message = String((JSON.parse(body) as { message?: unknown }).message ?? '');
-        } catch {
-          // not JSON: the status alone
-        }
-        resolve({ status: res.statusCode ?? 0, reason: message ? `"${message}"` : '' });
-      });
-    });
-    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'ETIMEDOUT' })));
-    req.on('error', (err: NodeJS.ErrnoException) => resolve({ reason: `no answer (${err.code ?? err.message})` }));
-    req.end();
-  });
 }

@@ -8,6 +8,13 @@ const REASONS: Record<string, string> = {
   ENOTFOUND: 'the host name does not resolve',
 };
 
+/** The same codes on a unix socket mean other things: no port is involved. */
+const SOCKET_REASONS: Record<string, string> = {
+  EACCES: 'permission denied (the user running the sidecar must be able to write the directory)',
+  EPERM: 'its group cannot be set (the user running the sidecar must be a member of listen.socketGroup)',
+  ENOENT: 'the directory does not exist',
+};
+
 /**
  * A listener could not bind. The message names the listener and the config key that sets its
  * port. `run` exits 1, not 2: a port in use is often transient (a previous
@@ -19,7 +26,7 @@ export class ListenError extends SidecarError {
   constructor(listener: 'proxy' | 'admin', host: string, port: number | undefined, cause: unknown) {
     const code = (cause as NodeJS.ErrnoException).code ?? 'error';
     const section = listener === 'proxy' ? 'listen' : 'admin';
-    const reason = REASONS[code] ?? (cause as Error).message;
+    const reason = (port === undefined ? SOCKET_REASONS[code] : REASONS[code]) ?? (cause as Error).message;
     super('SIDECAR_ERR_LISTEN', 500, port === undefined
       ? formatProblem(['listen', 'socket'], `the proxy listener cannot listen on the unix socket ${host}: ${reason}${code === 'error' ? '' : ` [${code}]`}`)
       : formatProblem([section, 'port'], `the ${listener} listener cannot listen on ${host}:${port} (${section}.host): ${reason} [${code}]`), { cause });

@@ -22,7 +22,7 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
   const { data, problems: fileProblems, keyLines } = path === undefined ? { data: {}, problems: [], keyLines: new Map<string, number>() } : await readConfigFile(path);
   const replaced: string[] = [];
   const problems = [...fileProblems, ...applyEnv(data, env, replaced)];
-  applyCredentialsDirectory(data, env);
+  applyCredentialsDirectory(data, env, replaced);
   let config: Config | undefined;
   try {
     config = validateConfig(data);
@@ -31,7 +31,7 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
     problems.push(...err.problems.map((p) => withKeyLine(p, keyLines, path)));
   }
   problems.push(...await hostProblems(data));
-  if (problems.length > 0 || config === undefined) throw new ConfigError(problems);
+  if (problems.length > 0 || config === undefined) throw new ConfigError(problems.map((p) => withCredentialsWayOut(p, env)));
   if (replaced.length > 0) replacements.set(config, replaced);
   return config;
 }
@@ -206,21 +206,45 @@ function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv, replace
 const SYSTEMD_CREDENTIALS = [['apiKey', 'api-key'], ['password', 'password']] as const;
 
 /**
- * systemd's `LoadCredential=` puts the credentials in `$CREDENTIALS_DIRECTORY`. The shipped unit
- * points `B2B_*_FILE` at them; a command started without those variables (`systemd-run -p
- * LoadCredential=… b2b-sidecar doctor …`, to diagnose with exactly what the service reads) finds
- * `api-key` and `password` there, but only for a credential nothing else sets.
+ * systemd's `LoadCredential=` puts the credentials in `$CREDENTIALS_DIRECTORY`, which systemd sets
+ * only for a process it passed credentials to. The shipped unit points `B2B_*_FILE` at them; a
+ * command started without those variables (`systemd-run -p LoadCredential=… b2b-sidecar doctor …`,
+ * to diagnose with exactly what the service reads) finds `api-key` and `password` there. A file
+ * there replaces the config file's choice (`apiKeyFile` in the shipped example config, or an
+ * inline value), as the unit's variables do, and is said like them; a credential the environment
+ * sets wins.
  */
-function applyCredentialsDirectory(data: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
+function applyCredentialsDirectory(data: Record<string, unknown>, env: NodeJS.ProcessEnv, replaced: string[]): void {
   const dir = env.CREDENTIALS_DIRECTORY;
   if (!dir) return;
   for (const [key, name] of SYSTEMD_CREDENTIALS) {
-    const credentials = getAt(data, ['credentials']);
-    if (isRecord(credentials) && (credentials[key] !== undefined || credentials[`${key}File`] !== undefined)) continue;
+    const byEnv = envBindings().some((b) => b.path[0] === 'credentials' && (b.path[1] === key || b.path[1] === `${key}File`) && env[b.env]);
+    if (byEnv) continue;
     const file = join(dir, name);
     if (!existsSync(file)) continue;
+    const credentials = getAt(data, ['credentials']);
+    if (isRecord(credentials)) {
+      for (const set of [key, `${key}File`]) {
+        if (credentials[set] === undefined) continue;
+        delete credentials[set];
+        replaced.push(`credentials.${set} from the config file is ignored: ${name} in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=) sets credentials.${key}File, which is used instead`);
+      }
+    }
     setAt(data, ['credentials', `${key}File`], file);
   }
+}
+
+/**
+ * A credential file that does not exist: says where else it can come from. Under systemd the unit
+ * passes the credentials through `LoadCredential=`, which a command started by hand does not get.
+ */
+function withCredentialsWayOut(problem: string, env: NodeJS.ProcessEnv): string {
+  const m = /^credentials\.(apiKey|password)File \(\S+\): file \S+ does not exist$/.exec(problem);
+  if (!m) return problem;
+  const name = SYSTEMD_CREDENTIALS.find(([key]) => key === m[1])![1];
+  return env.CREDENTIALS_DIRECTORY
+    ? `${problem}, and $CREDENTIALS_DIRECTORY (${env.CREDENTIALS_DIRECTORY}) holds no ${name}: pass it with LoadCredential=${name}:/etc/b2b-sidecar/${name}`
+    : `${problem} (under systemd, run the command through systemd-run with LoadCredential=${name}:FILE, as the README's doctor line does: a file in $CREDENTIALS_DIRECTORY is used instead)`;
 }
 
 type Coerced = string | number | boolean | { problem: string };

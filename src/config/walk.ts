@@ -98,6 +98,21 @@ export function redactBySchema(value: unknown, schema: SchemaNode = root): unkno
   return value;
 }
 
+/**
+ * The keys of every file `config` names that a running sidecar re-reads (`x-reload`: on change
+ * and on SIGHUP), as `service.keyFile`; what a SIGHUP log line lists.
+ */
+export function rereadFileKeys(config: unknown, schema: SchemaNode = root): string[] {
+  const keys: string[] = [];
+  walkProperties((path, node) => {
+    if (node['x-reload'] !== 'file re-read') return;
+    let value: unknown = config;
+    for (const segment of path) value = isRecord(value) ? value[segment] : undefined;
+    if (typeof value === 'string') keys.push(formatPath(path));
+  }, schema);
+  return keys;
+}
+
 /** True for a plain (non-array, non-null) object. */
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);

@@ -26,6 +26,12 @@ function secretFiles(config: Config): Array<[key: string, file: string]> {
     ['credentials.passwordFile', config.credentials.passwordFile],
     ['localization.tokenFile', config.localization?.tokenFile],
   ];
+  // The forward proxy's user:password and the client certificate's key and its passphrase are
+  // secrets too (the certificate itself is public).
+  for (const [prefix, section] of [['service', config.service], ['localization', config.localization]] as const) {
+    if (!section) continue;
+    files.push([`${prefix}.proxyAuthFile`, section.proxyAuthFile], [`${prefix}.keyFile`, section.keyFile], [`${prefix}.keyPassphraseFile`, section.keyPassphraseFile]);
+  }
   return files.filter((f): f is [string, string] => f[1] !== undefined);
 }
 

@@ -3,6 +3,7 @@ import type { Attachment } from '../config/schema.js';
 import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
 import { probeWith, type ProbeAnswer, type ProbeTarget } from './probe-check.js';
 import { formatChallenge, parseChallenges, type Challenge } from './www-authenticate.js';
+import { haltOf, haltStep, type Halt } from './discovery-halt.js';
 
 /**
  * How the token might travel. The API description documents only the ApiKey header, so these
@@ -63,17 +64,30 @@ export interface DiscoveryOptions {
   /** Waits between requests; injected by tests. */
   sleep?: (ms: number) => Promise<void>;
   maxRequests?: number;
+  /**
+   * The token "the service never issued" for the baseline and the decoys: `unknownToken` of the
+   * real one (decoy-token.ts), registered for redaction by the caller like every secret.
+   */
+  decoyToken: string;
+}
+
+/** Thrown inside discovery to stop at the first answer that asks for it. */
+class Stop {
+  constructor(readonly halt: Halt, readonly answer: ProbeAnswer) {}
 }
 
 /**
  * Step 5: finds how the service wants the token, by evidence. First a baseline (the probe path
- * with no token, and with the ApiKey and a well-formed token the service never issued); a path
- * that answers either with 2xx needs no token, and nothing can be concluded there. Then each
- * candidate, pointed-at ones first (the `WWW-Authenticate` scheme, a header the error body names):
- * a presentation is established only when the real token gets a 2xx where the baseline did not,
+ * with no token, and with a well-formed token the service never issued); a path that answers
+ * either with 2xx needs no token, and nothing can be concluded there. Then each candidate,
+ * pointed-at ones first (the `WWW-Authenticate` scheme, a header the error body names): a
+ * presentation is established only when the real token gets a 2xx where the baseline did not,
  * **and** the same presentation with an unknown token does not (a service that lets any value
- * through is not checking that header). GET only, redirects never followed, paced, at most
- * {@link MAX_DISCOVERY_REQUESTS} requests; the password is never sent.
+ * through is not checking that header). The ApiKey goes only where it is needed: every candidate
+ * is tried without it first, and with it only when none passed without (one more request adds it
+ * to a presentation found without, to check the block as pasted). GET only, redirects never
+ * followed, paced, at most {@link MAX_DISCOVERY_REQUESTS} requests, and stopped at the first 423,
+ * 429 or `Retry-After` ({@link haltOf}); the password is never sent.
  */
 export async function discoverAttach(target: ProbeTarget, options: DiscoveryOptions): Promise<DoctorStep> {
   const url = `${target.base}${target.path}`;
@@ -82,105 +96,142 @@ export async function discoverAttach(target: ProbeTarget, options: DiscoveryOpti
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   const tried: TriedPresentation[] = [];
   let sent = 0;
-  const fake = { ...target, vars: { ...target.vars, token: unknownToken(target.vars.token) } };
-  const probe = async (t: ProbeTarget, attach: readonly Attachment[]): Promise<ProbeAnswer | string> => {
+  const fake = { ...target, vars: { ...target.vars, token: options.decoyToken } };
+  /** One GET; an answer asking to stop throws {@link Stop}, a failure without an answer is its code. */
+  const probe = async (t: ProbeTarget, attach: readonly Attachment[], label?: string): Promise<ProbeAnswer | string> => {
     if (sent > 0 && pauseMs > 0) await sleep(pauseMs);
     sent++;
+    let answer: ProbeAnswer;
     try {
-      return await probeWith(t, attach);
+      answer = await probeWith(t, attach);
     } catch (err) {
       return (err as { code?: string }).code ?? (err as Error).message;
     }
+    const halt = haltOf(answer);
+    if (halt) {
+      if (label) tried.push({ label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) });
+      throw new Stop(halt, answer);
+    }
+    return answer;
   };
   const step = (result: DiscoveryResult, ok: boolean, detail: string, extra: Partial<DoctorStep> = {}): DoctorStep => ({
     step: 'discover-attach', ok, url, result, detail: `${detail} (${sent} requests)`, tried, accepted: [], ...extra,
   });
-
-  const none = await probe(target, []);
-  const unknown = await probe(fake, [{ in: 'header', name: 'Authorization', value: 'Bearer {token}' }, API_KEY]);
-  if (typeof none === 'string' || typeof unknown === 'string') {
-    return step('none', false, `GET ${url} without a token failed without an answer (${typeof none === 'string' ? none : unknown})`, { hint: 'the service did not answer; retry, or check service.timeoutMs' });
-  }
-  const baseline: Baseline = { none, unknownToken: unknown };
-  const baselineInfo = describeBaseline(baseline);
-  if (isSuccess(none.status) || isSuccess(unknown.status)) {
-    return step('cannot-tell', false, `GET ${url} answers ${isSuccess(none.status) ? none.status : unknown.status} without a valid token: this path needs no token, so nothing can be concluded`, {
-      hint: 'choose a --probe path that needs the token (one the service refuses without it)', baseline: baselineInfo,
-    });
+  try {
+    return await discover();
+  } catch (err) {
+    if (err instanceof Stop) return haltStep(err.halt, err.answer, url, sent, { tried });
+    throw err;
   }
 
-  const challenges = [...parseChallenges(none.challenge), ...parseChallenges(unknown.challenge)];
-  const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
-  const extras = asksForObject ? [RK_OBJECT_ID] : [];
-  const guessing = options.guesses !== undefined && options.guesses.length > 0;
-  const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
-  const established: Array<{ attach: Attachment[]; label: string }> = [];
-
-  /** Tries one presentation with or without the ApiKey; true when established. */
-  const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
-    if (sent + 2 > max) return undefined;
-    const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
-    const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;
-    const answer = await probe(target, attach);
-    if (typeof answer === 'string') {
-      tried.push({ label, error: answer });
-      return false;
+  async function discover(): Promise<DoctorStep> {
+    const none = await probe(target, []);
+    if (typeof none === 'string') return noAnswer(none);
+    // Without the ApiKey: a token the service never issued, sent with the key, may count against it.
+    const unknown = await probe(fake, [{ in: 'header', name: 'Authorization', value: 'Bearer {token}' }]);
+    if (typeof unknown === 'string') return noAnswer(unknown);
+    const baseline: Baseline = { none, unknownToken: unknown };
+    const baselineInfo = describeBaseline(baseline);
+    if (isSuccess(none.status) || isSuccess(unknown.status)) {
+      return step('cannot-tell', false, `GET ${url} answers ${isSuccess(none.status) ? none.status : unknown.status} without a valid token: this path needs no token, so nothing can be concluded`, {
+        hint: 'choose a --probe path that needs the token (one the service refuses without it)', baseline: baselineInfo,
+      });
     }
-    const entry: TriedPresentation = { label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) };
-    tried.push(entry);
-    if (!isSuccess(answer.status)) return false;
-    // The real token passed: the same presentation with a token never issued must not.
-    const decoy = await probe(fake, attach);
-    if (typeof decoy !== 'string' && isSuccess(decoy.status)) {
-      entry.note = `an unknown token is accepted too (${decoy.status}): not evidence`;
-      return false;
-    }
-    entry.established = true;
-    return true;
-  };
 
-  for (const p of candidates) {
-    const withKey = await judge(p, true);
-    if (withKey === undefined) break;
-    if (!withKey) continue;
-    // Tried without the ApiKey too, so the report says whether this path needs it; the block keeps
-    // it either way, as the API description asks for it on every operation.
-    await judge(p, false);
-    established.push({ attach: [p, API_KEY, ...extras], label: presentationLabel(p) });
-    if (!guessing) break;
-  }
-  if (established.length === 0) {
-    // Some services refuse a request carrying a header they do not expect: once more without the ApiKey.
+    const challenges = [...parseChallenges(none.challenge), ...parseChallenges(unknown.challenge)];
+    const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
+    const extras = asksForObject ? [RK_OBJECT_ID] : [];
+    const guessing = options.guesses !== undefined && options.guesses.length > 0;
+    const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
+    const established: Array<{ attach: Attachment[]; label: string }> = [];
+
+    /** Tries one presentation with or without the ApiKey; true when established, undefined over budget. */
+    const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
+      if (sent + 2 > max) return undefined;
+      const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
+      const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;
+      const answer = await probe(target, attach, label);
+      if (typeof answer === 'string') {
+        tried.push({ label, error: answer });
+        return false;
+      }
+      const entry = triedEntry(label, answer);
+      tried.push(entry);
+      if (!isSuccess(answer.status)) return false;
+      // The real token passed: the same presentation with a token never issued must not.
+      const decoy = await probe(fake, attach);
+      if (typeof decoy !== 'string' && isSuccess(decoy.status)) {
+        entry.note = `an unknown token is accepted too (${decoy.status}): not evidence`;
+        return false;
+      }
+      entry.established = true;
+      return true;
+    };
+
     for (const p of candidates) {
       const ok = await judge(p, false);
       if (ok === undefined) break;
-      if (ok) {
-        established.push({ attach: [p, ...extras], label: presentationLabel(p) });
+      if (!ok) continue;
+      established.push({ attach: [p, ...extras], label: presentationLabel(p) });
+      if (!guessing) break;
+    }
+    if (established.length === 1) {
+      // The API description asks for the ApiKey on every operation: keep it in the block if the
+      // service takes the request with it (one request, with the real token).
+      const found = established[0]!;
+      const label = `${found.label} + ApiKey`;
+      if (sent + 1 <= max) {
+        const withKey = [found.attach[0]!, API_KEY, ...extras];
+        const answer = await probe(target, withKey, label);
+        if (typeof answer === 'string') tried.push({ label, error: answer });
+        else {
+          const entry = triedEntry(label, answer);
+          if (isSuccess(answer.status)) found.attach = withKey;
+          else entry.note = 'refused with the ApiKey added: the block leaves it out';
+          tried.push(entry);
+        }
+      }
+    }
+    if (established.length === 0) {
+      // Nothing passed without the ApiKey: the service wants it too.
+      for (const p of candidates) {
+        const ok = await judge(p, true);
+        if (ok === undefined) break;
+        if (!ok) continue;
+        established.push({ attach: [p, API_KEY, ...extras], label: presentationLabel(p) });
         if (!guessing) break;
       }
     }
+
+    const what = guessing ? `${candidates.length} guess${candidates.length === 1 ? '' : 'es'}` : `${tried.length} presentations`;
+    if (established.length === 1) {
+      const attach = established[0]!.attach;
+      return step('found', true, `GET ${url}: ${established[0]!.label} is accepted where the baseline got ${baseline.none.status}/${baseline.unknownToken.status}; tried ${what}`, {
+        accepted: [established[0]!.label], attach, attachYaml: stringify({ token: { attach } }), baseline: baselineInfo,
+      });
+    }
+    if (established.length > 1) {
+      return step('ambiguous', false, `GET ${url}: several presentations are accepted: ${established.map((e) => e.label).join('; ')}`, {
+        accepted: established.map((e) => e.label), baseline: baselineInfo,
+        hint: 'keep the one the vendor documents; ask the support team which one they support',
+      });
+    }
+    const budget = sent + 2 > max ? ` and stopped at the budget of ${max} requests` : '';
+    return step('none', false, `GET ${url}: tried ${what}${budget}; none is accepted. Without a token the service answers ${summarize(baseline.none)}`, {
+      baseline: baselineInfo,
+      hint: guessing
+        ? 'none of the guesses works: run --discover-attach without --try, or ask the support team'
+        : 'the service wants the token some other way: send the support team the baseline printed below this line (status, WWW-Authenticate, body; `baseline` in --json) and ask how the AuthToken is presented; then test their answer with --try',
+    });
   }
 
-  const what = guessing ? `${candidates.length} guess${candidates.length === 1 ? '' : 'es'}` : `${tried.length} presentations`;
-  if (established.length === 1) {
-    const attach = established[0]!.attach;
-    return step('found', true, `GET ${url}: ${established[0]!.label} is accepted where the baseline got ${baseline.none.status}/${baseline.unknownToken.status}; tried ${what}`, {
-      accepted: [established[0]!.label], attach, attachYaml: stringify({ token: { attach } }), baseline: baselineInfo,
-    });
+  function noAnswer(error: string): DoctorStep {
+    return step('none', false, `GET ${url} without a token failed without an answer (${error})`, { hint: 'the service did not answer; retry, or check service.timeoutMs' });
   }
-  if (established.length > 1) {
-    return step('ambiguous', false, `GET ${url}: several presentations are accepted: ${established.map((e) => e.label).join('; ')}`, {
-      accepted: established.map((e) => e.label), baseline: baselineInfo,
-      hint: 'keep the one the vendor documents; ask the support team which one they support',
-    });
-  }
-  const budget = sent + 2 > max ? ` and stopped at the budget of ${max} requests` : '';
-  return step('none', false, `GET ${url}: tried ${what}${budget}; none is accepted. Without a token the service answers ${summarize(baseline.none)}`, {
-    baseline: baselineInfo,
-    hint: guessing
-      ? 'none of the guesses works: run --discover-attach without --try, or ask the support team'
-      : 'the service wants the token some other way: send the support team the baseline above (status, WWW-Authenticate, body) and ask how the AuthToken is presented; then test their answer with --try',
-  });
+}
+
+function triedEntry(label: string, answer: ProbeAnswer): TriedPresentation {
+  return { label, status: answer.status, ...(answer.message ?? answer.excerpt ? { excerpt: answer.message ?? answer.excerpt } : {}) };
 }
 
 /** Presentations the baseline points at first (challenged scheme, a header the body names), then the standard list. */
@@ -217,11 +268,6 @@ export function headersNamedIn(text: string): string[] {
   return [...names].filter((n) => n.toLowerCase() !== 'apikey' && n.toLowerCase() !== 'x-api-key');
 }
 
-/** A token of the same shape the service never issued: each letter and digit moved on by one. */
-export function unknownToken(token: string): string {
-  return token.replace(/[A-Za-z0-9]/g, (c) => (c === 'z' ? 'a' : c === 'Z' ? 'A' : c === '9' ? '0' : String.fromCharCode(c.charCodeAt(0) + 1)));
-}
-
 function isSuccess(status: number): boolean {
   return status >= 200 && status < 300;
 }
@@ -254,6 +300,8 @@ export async function confirmConfigured(target: ProbeTarget): Promise<DoctorStep
   } catch (err) {
     return { step: 'discover-attach', ok: false, url, result: 'none', detail: `GET ${url} without a token failed without an answer (${(err as { code?: string }).code ?? (err as Error).message})` };
   }
+  const halt = haltOf(none);
+  if (halt) return haltStep(halt, none, url, 1);
   if (isSuccess(none.status)) {
     return {
       step: 'discover-attach', ok: false, url, result: 'cannot-tell',
@@ -263,6 +311,6 @@ export async function confirmConfigured(target: ProbeTarget): Promise<DoctorStep
   }
   return {
     step: 'discover-attach', ok: true, url, result: 'configured',
-    detail: `skipped: the configured token.attach already works (the probe passed, and without a token the service answers ${summarize(none)})`,
+    detail: `configured: token.attach already works, nothing to discover (the probe passed, and without a token the service answers ${summarize(none)})`,
   };
 }

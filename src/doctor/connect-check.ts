@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { connect as tcpConnect, isIP, type Socket } from 'node:net';
-import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type PeerCertificate, type SecureContext, type TLSSocket } from 'node:tls';
+import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions, type DetailedPeerCertificate, type PeerCertificate, type SecureContext, type TLSSocket } from 'node:tls';
 import { EgressProxyError, type TunnelFailure } from '../upstream/connect-tunnel.js';
 import type { Egress } from '../upstream/egress.js';
 import { clampDelay } from '../shared/clock.js';
@@ -100,11 +100,15 @@ async function afterTcp(o: ConnectCheckOptions, host: string, socket: Socket, tc
 
   const handshake = await handshakeTls(socket, host, o.egress ? o.egress.context() : trustContext(o.ca), o.timeoutMs);
   if ('error' in handshake) {
+    const weak = weakKey(handshake.error, handshake.message, handshake.cert);
+    if (weak) return fail(`${tcp}; ${weak}`, WEAK_KEY_HINT);
     return fail(`${tcp}; TLS handshake failed (${handshake.error})`, 'the port may not speak TLS (an http:// port?) or a middlebox interferes: check the scheme and port of service.baseUrl');
   }
   const roots = o.caFile ? `system roots + service.caFile ${o.caFile}` : 'system roots';
   if ('chainError' in handshake) {
     const { chainError: code, cert } = handshake;
+    const weak = weakKey(code, handshake.message, cert);
+    if (weak) return fail(`${tcp}; ${weak}`, WEAK_KEY_HINT);
     const issuer = describeName(cert?.issuer);
     if (code === 'CERT_HAS_EXPIRED' || code === 'CERT_NOT_YET_VALID') {
       return fail(`${tcp}; certificate chain invalid (${code}: valid ${cert?.valid_from ?? '?'} to ${cert?.valid_to ?? '?'})`,
@@ -163,9 +167,9 @@ function connectTcp(address: string, port: number, timeoutMs: number): Promise<{
  * is read when it arrives (the OCSP status callback runs before verification), so a rejected
  * chain can still name its issuer. Nothing is ever sent on this connection.
  */
-function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate; askedForClientCertificate: boolean } | { chainError: string; cert: PeerCertificate | undefined } | { error: string }> {
+function handshakeTls(socket: Socket, host: string, secureContext: SecureContext | undefined, timeoutMs: number): Promise<{ cert: PeerCertificate; askedForClientCertificate: boolean } | { chainError: string; message: string; cert: DetailedPeerCertificate | undefined } | { error: string; message: string; cert: DetailedPeerCertificate | undefined }> {
   return new Promise((resolve) => {
-    let received: PeerCertificate | undefined;
+    let received: DetailedPeerCertificate | undefined;
     // `requestOCSP` is passed on to the TLSSocket by connect() but missing from its option type.
     const options: ConnectionOptions & { requestOCSP: boolean } = {
       socket,
@@ -179,10 +183,11 @@ function handshakeTls(socket: Socket, host: string, secureContext: SecureContext
       requestOCSP: true,
     };
     const tls = tlsConnect(options);
-    tls.once('OCSPResponse', () => void (received = tls.getPeerCertificate()));
+    // With its issuers: a key too small may be the CA's.
+    tls.once('OCSPResponse', () => void (received = tls.getPeerCertificate(true)));
     const timer = setTimeout(() => {
       tls.destroy();
-      resolve({ error: `no handshake within ${timeoutMs} ms` });
+      resolve({ error: `no handshake within ${timeoutMs} ms`, message: '', cert: received });
     }, clampDelay(timeoutMs));
     tls.once('secureConnect', () => {
       clearTimeout(timer);
@@ -198,9 +203,45 @@ function handshakeTls(socket: Socket, host: string, secureContext: SecureContext
       tls.destroy();
       // A verification failure sets authorizationError before the socket is torn down.
       const verdict = (tls as TLSSocket & { authorizationError?: Error | string }).authorizationError;
-      resolve(verdict ? { chainError: String(verdict), cert: received } : { error: codeOf(err) });
+      resolve(verdict ? { chainError: String(verdict), message: err.message, cert: received } : { error: codeOf(err), message: err.message, cert: received });
     });
   });
+}
+
+const WEAK_KEY_HINT = 'the vendor must move its certificate to a larger key (RSA 2048 bits or more, or an EC key): tell the support team. This runtime refuses the handshake whatever the configuration, and turning verification off is never the answer';
+
+/**
+ * From Node 24.5 OpenSSL runs at security level 2 and refuses RSA, DSA and DH keys under 2048
+ * bits and EC keys under 224 bits, in the service's certificate (`EE_KEY_TOO_SMALL`, "EE
+ * certificate key too weak"; Node reports the code as `UNSPECIFIED`) or in a CA above it. The
+ * sentence naming the key and its size, or undefined when the failure is something else.
+ */
+export function weakKey(code: string, message: string, cert: DetailedPeerCertificate | undefined): string | undefined {
+  const text = `${code} ${message}`;
+  const ee = /EE_KEY_TOO_SMALL|EE certificate key too weak|ee key too small/i.test(text);
+  const ca = /CA_KEY_TOO_SMALL|CA certificate key too weak|ca key too small/i.test(text);
+  if (!ee && !ca) return undefined;
+  if (ee) return `the service's certificate key is ${describeKey(cert)}; ${requirement(cert)} (${code})`;
+  // The first certificate above the leaf whose key is under the level.
+  const seen = new Set<DetailedPeerCertificate>();
+  for (let c = cert?.issuerCertificate; c && !seen.has(c); c = c.issuerCertificate) {
+    seen.add(c);
+    if (c.bits !== undefined && c.bits < (isEc(c) ? 224 : 2048)) return `the key of the CA ${describeName(c.subject)} in the service's chain is ${describeKey(c)}; ${requirement(c)} (${code})`;
+  }
+  return `a CA certificate in the service's chain has a key that is too small; ${requirement(undefined)} (${code})`;
+}
+
+function isEc(cert: PeerCertificate | undefined): boolean {
+  return cert?.asn1Curve !== undefined || cert?.nistCurve !== undefined;
+}
+
+function describeKey(cert: PeerCertificate | undefined): string {
+  if (cert?.bits === undefined) return 'too small';
+  return isEc(cert) ? `${cert.bits} bits (EC ${cert.nistCurve ?? cert.asn1Curve})` : `${cert.bits} bits`;
+}
+
+function requirement(cert: PeerCertificate | undefined): string {
+  return isEc(cert) ? 'Node needs an EC curve of 224 bits or more' : 'Node needs 2048 bits or more';
 }
 
 /** `CN=ca1, O=Joyent`: enough to recognise a CA without dumping the whole subject. */

@@ -9,9 +9,12 @@ export type DoctorStepName = 'config' | 'listen' | 'connect' | 'gentoken' | 'pro
 
 /**
  * discover-attach's verdict: `configured` (the config already works; exit 0), `found` (a block to
- * paste; exit 0), `ambiguous` (several accepted), `none`, `cannot-tell` (the path needs no token).
+ * paste; exit 0), `ambiguous` (several accepted), `none`, `cannot-tell` (the path needs no token),
+ * `rate-limited` (a 429 or `Retry-After`) and `locked` (a 423), after which discovery stopped at
+ * once, and `needs-own-token` (a sidecar runs with this config: trying presentations needs a token
+ * of doctor's own, `--own-token`).
  */
-export type DiscoveryResult = 'configured' | 'found' | 'ambiguous' | 'none' | 'cannot-tell';
+export type DiscoveryResult = 'configured' | 'found' | 'ambiguous' | 'none' | 'cannot-tell' | 'rate-limited' | 'locked' | 'needs-own-token';
 
 /** One presentation discover-attach sent, and what came back. */
 export interface TriedPresentation {

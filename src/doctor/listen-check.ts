@@ -1,5 +1,5 @@
-import { request } from 'node:http';
 import { createServer } from 'node:net';
+import { answersAsSidecar } from './running-sidecar.js';
 import type { DoctorStep } from './doctor-report.js';
 
 /** One address `run` will bind: the proxy listener or the admin listener. */
@@ -29,7 +29,7 @@ export async function checkListenAddresses(targets: readonly ListenTarget[], adm
     if (code === undefined) {
       parts.push(`${where} (${t.key}) free`);
     } else if (code === 'EADDRINUSE') {
-      sidecarUp ??= await answersHealthz(admin, timeoutMs);
+      sidecarUp ??= await answersAsSidecar(admin.host, admin.port, timeoutMs);
       if (sidecarUp) parts.push(`${where} (${t.key}) in use by the running b2b-sidecar (its /healthz answers)`);
       else problems.push({ text: `${where} (${t.key}) is in use by another program`, hint: `run would exit 1: stop that program, or set ${t.key}.port to a free port (ss -ltnp shows who holds it)` });
     } else if (code === 'EADDRNOTAVAIL') {
@@ -50,22 +50,5 @@ function tryBind(host: string, port: number): Promise<string | undefined> {
     const server = createServer();
     server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? 'error'));
     server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(undefined)));
-  });
-}
-
-/** True when a b2b-sidecar admin listener answers `/healthz` with its JSON. */
-function answersHealthz(admin: ListenTarget, timeoutMs: number): Promise<boolean> {
-  const host = ['0.0.0.0', '::', ''].includes(admin.host) ? '127.0.0.1' : admin.host;
-  return new Promise((resolve) => {
-    const req = request({ host, port: admin.port, path: '/healthz', timeout: timeoutMs, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => { if (body.length < 4096) body += d; });
-      res.on('end', () => resolve(/^\{"status":"(ok|not live)"/.test(body)));
-      res.on('error', () => resolve(false));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
-    req.end();
   });
 }

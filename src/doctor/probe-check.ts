@@ -26,6 +26,8 @@ export interface ProbeAnswer {
   challenge?: string;
   /** A redirect's target (not followed), without its query. */
   location?: string;
+  /** `Retry-After` as sent (a 429, a 503): the service asks to come back later. */
+  retryAfter?: string;
 }
 
 const MAX_BODY = 16 * 1024;
@@ -60,6 +62,8 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
   if (excerpt) answer.excerpt = excerpt;
   const challenge = res.headers['www-authenticate'];
   if (challenge !== undefined) answer.challenge = oneLine(target.redact(Array.isArray(challenge) ? challenge.join(', ') : challenge)).slice(0, MAX_EXCERPT);
+  const retryAfter = res.headers['retry-after'];
+  if (typeof retryAfter === 'string') answer.retryAfter = oneLine(retryAfter).slice(0, 40);
   const location = res.headers.location;
   if (res.status >= 300 && res.status < 400 && typeof location === 'string') answer.location = withoutQuery(location, target.base);
   return answer;
@@ -72,9 +76,10 @@ function oneLine(text: string): string {
 /**
  * Step 4: the probe through the configured `token.attach`. Only a 2xx passes: any 4xx may be the
  * service refusing the token in its own way (a missing header is a 400 in Spring, an unknown
- * token a 404 on some APIs), which is what discover-attach then tells apart.
+ * token a 404 on some APIs), which is what discover-attach then tells apart. `via` says how the
+ * token travelled (through a running sidecar, `attach` is empty: the sidecar attaches its own).
  */
-export async function checkProbe(target: ProbeTarget, attach: readonly Attachment[], discovering: boolean): Promise<DoctorStep & { answer?: ProbeAnswer }> {
+export async function checkProbe(target: ProbeTarget, attach: readonly Attachment[], discovering: boolean, via = 'with token.attach'): Promise<DoctorStep & { answer?: ProbeAnswer }> {
   const url = `${target.base}${target.path}`;
   let answer: ProbeAnswer;
   try {
@@ -84,9 +89,14 @@ export async function checkProbe(target: ProbeTarget, attach: readonly Attachmen
   }
   const { status } = answer;
   const said = answer.message ? `: ${answer.message}` : answer.excerpt ? `: ${answer.excerpt}` : '';
-  const base = { step: 'probe' as const, url, status, answer, detail: `GET ${url} with token.attach → ${status}${said}` };
+  const base = { step: 'probe' as const, url, status, answer, detail: `GET ${url} ${via} → ${status}${said}` };
   const next = discovering ? 'see discover-attach below' : 'try --discover-attach';
   if (status >= 200 && status < 300) return { ...base, ok: true };
+  if (status === 423) return { ...base, ok: false, hint: 'the service reports the key or the resource as locked: ask the support team to unlock it before anything else runs against the service' };
+  // A 2xx has returned above: a Retry-After here comes with a refusal.
+  if (status === 429 || answer.retryAfter !== undefined) {
+    return { ...base, ok: false, detail: `${base.detail}${answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : ''}`, hint: 'the service asks to slow down: wait, then run doctor again' };
+  }
   if (status === 401 || status === 403) return { ...base, ok: false, hint: `the service does not accept the token as attached: ${next}` };
   if (status === 404) {
     return { ...base, ok: false, hint: `either --probe names nothing that exists (use a harmless GET you know exists, e.g. an object lookup, relative to service.baseUrl) or the service answers 404 for a token it does not accept: ${next}` };

@@ -80,7 +80,8 @@ program.command('simulate').description('run the simulated B2B service alone, fo
 program.command('token').description('obtain one token and print it')
   .addOption(configOption())
   .option('--json', 'print the whole AuthResult')
-  .action((o: { config?: string; json?: boolean }) => { result = commands.token().then((f) => f(o, io)); });
+  .option('--own-token', 'obtain a token even when a sidecar with this config runs (at a vendor that keeps one token per ApiKey it revokes the sidecar\'s)')
+  .action((o: import('../commands/token.js').TokenArgs) => { result = commands.token().then((f) => f(o, io)); });
 program.command('check-config').description('validate the configuration and print it with secrets redacted')
   .addOption(configOption())
   .action((o: { config?: string }) => { result = commands.checkConfig().then((f) => f(o, io)); });
@@ -91,6 +92,7 @@ program.command('doctor').description('diagnose the set-up step by step: config,
   .option('--discover-attach', 'find how the service wants the token, by evidence against a baseline without one, and print the token.attach block to paste')
   .option('--try <KIND:NAME:VALUE>', 'test one guess on the probe path without editing the config, e.g. header:X-Access-Token:{token} (repeatable; also query: and cookie:)', collect)
   .option('--discovery-rate <n>', 'discovery requests per second (default 4)', positiveNumber)
+  .option('--own-token', 'obtain a token of doctor\'s own even when a sidecar with this config runs (by default doctor probes through it; at a vendor that keeps one token per ApiKey a new token revokes the sidecar\'s)')
   .action((o: import('../commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')

@@ -69,17 +69,41 @@ function dropWrite(_chunk: unknown, encodingOrCallback?: unknown, callback?: unk
   return true;
 }
 
-/** Sets the exit code from a command's result; exits at once only after a second signal. */
+/**
+ * Sets the exit code from a command's result; exits at once only after a second signal. Once the
+ * command has returned, nothing it left open may keep the process (docs/traps.md: a listener a
+ * failed start did not close kept the process serving, deaf to signals): a signal then ends it at
+ * once, and so does a backstop after {@link LINGER_MS} once the output is flushed.
+ */
 export function settle(result: Promise<number>): void {
   result.then(
     (code) => {
       process.exitCode = code;
       // Only after a second signal: in-flight work is abandoned on purpose.
       if (code === EXIT_INTERRUPTED) process.exit(code);
+      endSoon();
     },
     (err: unknown) => {
       processIo.stderr.write(`error: ${(err as Error).message}\n`);
       process.exitCode = 1;
+      endSoon();
     },
   );
+}
+
+/** How long a finished command's process may linger on open handles before it is ended. */
+const LINGER_MS = 3000;
+
+function endSoon(): void {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => process.exit());
+  const end = (): void => {
+    // Queued output first (a slow pipe reader): the backstop must not cut the last lines.
+    if (process.stdout.writableLength > 0 || process.stderr.writableLength > 0) {
+      setTimeout(end, 100).unref();
+      return;
+    }
+    process.exit();
+  };
+  // Unref'd: a process that ends by itself never waits for it.
+  setTimeout(end, LINGER_MS).unref();
 }

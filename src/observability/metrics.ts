@@ -235,11 +235,11 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   });
   for (const listener of LISTENERS) for (const reason of REFUSALS) refused.labels(listener, reason).inc(0);
   new Gauge({
-    name: `${PREFIX}attach_suspect`, help: '1 while requests get 401 even with freshly obtained tokens (token.attach probably presents the token wrongly; run doctor --discover-attach), else 0.', registers,
+    name: `${PREFIX}attach_suspect`, help: '1 while no request succeeds with the token as token.attach presents it (fresh tokens get 401 on several paths, or only refusals such as 400, 403, 404 or a redirect on several paths; run doctor --discover-attach), else 0.', registers,
     collect() { this.set(scrape.attachSuspect?.() ? 1 : 0); },
   });
   const superseded = new Counter({
-    name: `${PREFIX}token_superseded_total`, help: 'Tokens this process still held that the service rejected long before expiry after accepting them: most likely another process obtains tokens with the same ApiKey.', registers,
+    name: `${PREFIX}token_superseded_total`, help: 'Tokens this process still held that the service rejected long before expiry after accepting them, where the renewal helped: most likely another process obtains tokens with the same ApiKey.', registers,
   });
   new Gauge({
     name: `${PREFIX}replay_buffer_bytes`, help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).', registers,

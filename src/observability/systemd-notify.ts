@@ -153,10 +153,14 @@ class Notifier implements SystemdNotifier {
     this.#queue([...before, ['STATUS', status]]);
   }
 
-  /** WATCHDOG=1 only while the token loop is live: a stuck loop gets the unit restarted. */
+  /**
+   * WATCHDOG=1 only while the token loop is live: a stuck loop gets the unit restarted. Once
+   * stopping, the loop is stopped on purpose: the pings go on (TimeoutStopSec= bounds the stop)
+   * and nothing is withheld or warned about.
+   */
   #ping(): void {
     if (this.#closed || !this.#state) return;
-    const live = this.#state.live();
+    const live = this.#stopping ? { live: true } : this.#state.live();
     if (live.live) {
       this.#withheld = false;
       this.#queue([['WATCHDOG', '1']]);

@@ -17,6 +17,8 @@ export interface ListenerLimits {
   maxConnections: number;
   /** Most simultaneous connections from one source address; undefined = only `maxConnections`. */
   maxConnectionsPerSource?: number;
+  /** How long an idle kept-alive connection stays open after a response; 5 s when absent. */
+  keepAliveTimeoutMs?: number;
 }
 
 /** Why a connection was refused before any request was read. */
@@ -28,6 +30,8 @@ export interface ConnectionPolicy {
   admit?: (peer: string | undefined) => boolean;
   /** Counts each refused connection (a metric). */
   onRefused?: (reason: ConnectionRefusal) => void;
+  /** Sources `maxConnectionsPerSource` does not count (they still count towards `maxConnections`). */
+  exemptFromPerSource?: (peer: string | undefined) => boolean;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
   /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
@@ -63,7 +67,7 @@ const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidde
  * the only transfer coding, a connection's requests handed over in arrival order, `h2c`
  * upgrade offers ignored and every other upgrade and CONNECT refused.
  */
-/** How long an idle client connection stays open after a response. */
+/** How long an idle client connection stays open after a response, unless the limits say. */
 const LISTENER_KEEP_ALIVE_MS = 5000;
 
 export function createListener(
@@ -95,7 +99,7 @@ export function createListener(
       // client hold a connection far longer than configured.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
-      keepAliveTimeout: LISTENER_KEEP_ALIVE_MS,
+      keepAliveTimeout: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS,
       noDelay: true,
       requireHostHeader: true,
     },
@@ -112,7 +116,7 @@ export function createListener(
   // All four explicitly: Node's defaults differ between releases (docs/traps.md T52). No socket
   // inactivity limit: a long download or upload may be silent on one side while the upstream
   // deadlines and the listener's request timeout bound it.
-  setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });
+  setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });
   // Node keeps only the first 2000 headers in req.headers while its parser frames the body
   // with all of them: a Content-Length after 2000 lines was invisible here and the body was
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
@@ -215,7 +219,7 @@ function guardConnections(server: Server, perSource: number | undefined, policy:
     judged.add(socket);
     const peer = socket.remoteAddress;
     if (policy.admit && !policy.admit(peer)) return refuseConnection(socket, 'not_allowed', 403, 'forbidden');
-    if (perSource !== undefined) {
+    if (perSource !== undefined && !policy.exemptFromPerSource?.(peer)) {
       const key = peer ?? '';
       const count = (open.get(key) ?? 0) + 1;
       if (count > perSource) {

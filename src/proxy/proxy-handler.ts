@@ -17,6 +17,7 @@ import type { ReplayBudget } from './replay-body.js';
 import { planBody, type BodyPlan } from './request-body.js';
 import { UploadPaces } from './upload-pace.js';
 import { isLocalSocket } from './local-socket.js';
+import { loggedPath } from './logged-path.js';
 import { checkRequestTarget } from './request-target.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { sendJson } from '../shared/send-json.js';
@@ -114,7 +115,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       metrics.requestEnded();
       if (options.logRequests) {
         logger.info('request', {
-          method, route: route.name, status: res.headersSent ? res.statusCode : 499,
+          method, path: loggedPath(url), route: route.name, status: res.headersSent ? res.statusCode : 499,
           durationMs: Math.round(clock.now() - started), source,
         });
       }
@@ -219,8 +220,8 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     };
     const answered = (upstream: UpstreamResponse): void | Promise<void> => {
       if (upstream.status !== 401 || !route.credentials.renewAfterUnauthorized) {
-        // Not a 401: the service took the token (the 401 rules start over, rejection-policy.ts).
-        route.credentials.accepted?.(credentials);
+        // Every answer feeds the rules that judge the token and token.attach (answer-rules.ts).
+        route.credentials.answered?.(credentials, upstream.status, path);
         return deliver(upstream);
       }
       metrics.upstreamUnauthorized();
@@ -270,7 +271,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const replayed = await resend(renewed);
     if (!replayed) return held;
     if (replayed.status === 401) metrics.upstreamUnauthorized();
-    else route.credentials.accepted?.(renewed);
+    route.credentials.answered?.(renewed, replayed.status, path, credentials);
     return replayed;
   }
 

@@ -13,22 +13,26 @@ export interface CredentialSource {
   /** Waits for credentials or rejects with a SidecarError saying why there are none. */
   acquire(): Promise<RouteCredentials>;
   /**
-   * Present for routes whose token can be renewed: called once after an upstream 401. Resolves
-   * with newer credentials to replay with, or undefined when there are none (renewal throttled
-   * or the auth server failing): the 401 is then passed back rather than replayed with the
-   * token the service just rejected.
+   * Present for routes whose token can be renewed: called once after an upstream 401 (a first
+   * attempt's) on `path`. Resolves with newer credentials to replay with, or undefined when the
+   * 401 is to be passed back (the path's own 401, renewal throttled, the auth server failing)
+   * rather than replayed with the token the service just rejected.
    */
-  renewAfterUnauthorized?(used: RouteCredentials, path?: string): Promise<RouteCredentials | undefined>;
-  /** Present for renewable routes: a request with `used` got an answer other than 401 (per response: cheap). */
-  accepted?(used: RouteCredentials): void;
+  renewAfterUnauthorized?(used: RouteCredentials, path: string): Promise<RouteCredentials | undefined>;
+  /**
+   * Present for renewable routes: a request with `used` on `path` was answered `status` (every
+   * answer but a first 401; a replay names the credentials it replaced in `replayOf`). Per
+   * response: cheap.
+   */
+  answered?(used: RouteCredentials, status: number, path: string, replayOf?: RouteCredentials): void;
 }
 
 /** The token-manager surface the proxy needs (see token-manager.ts). */
 export interface TokenSource<S extends TokenLike = TokenLike> {
   current(): S | undefined;
   acquire(): S | Promise<S>;
-  invalidate(generation: number, path?: string): Promise<S>;
-  accepted?(generation: number): void;
+  invalidate(generation: number, path: string): Promise<S | undefined>;
+  answered?(generation: number, status: number, path: string, replayOf?: number): void;
 }
 
 export interface TokenLike {
@@ -65,10 +69,10 @@ export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttac
     },
     async renewAfterUnauthorized(used, path) {
       const token = await tokens.invalidate(used.generation, path);
-      // invalidate() settles to the held token when it may not renew; that one was just rejected.
-      return token.generation > used.generation ? wrap(token) : undefined;
+      // Only a newer token is worth a replay: the one just rejected would earn a second 401.
+      return token !== undefined && token.generation > used.generation ? wrap(token) : undefined;
     },
-    accepted: (used) => tokens.accepted?.(used.generation),
+    answered: (used, status, path, replayOf) => tokens.answered?.(used.generation, status, path, replayOf?.generation),
   };
 }
 

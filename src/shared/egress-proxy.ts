@@ -11,7 +11,7 @@ export interface EgressProxy {
   /** Host and port of the proxy (an http:// proxy: the CONNECT request is plain text to it). */
   readonly host: string;
   readonly port: number;
-  /** The proxy's address for logs and messages, user name kept and password masked. */
+  /** The proxy's address for logs, /readyz and client messages: user name and password masked. */
   readonly display: string;
   /** Where it came from: `service.proxy`, `localization.proxy`, `HTTPS_PROXY`, ... */
   readonly source: string;
@@ -37,7 +37,8 @@ export function resolveEgress(setting: string | undefined, key: string, target: 
   const found = firstSet(env, [`${scheme}_proxy`, `${scheme.toUpperCase()}_PROXY`]);
   if (!found) return { direct: `no ${key}, no ${scheme.toUpperCase()}_PROXY in the environment` };
   const noProxy = firstSet(env, ['no_proxy', 'NO_PROXY']);
-  if (noProxy && noProxyMatches(noProxy.value, target)) return { direct: `${target.hostname} is in ${noProxy.name}` };
+  const entry = noProxy && noProxyEntry(noProxy.value, target);
+  if (noProxy && entry) return { direct: describeNoProxyMatch(entry, noProxy.name, target) };
   return { proxy: parseProxyUrl(found.value, found.name) };
 }
 
@@ -65,10 +66,19 @@ export function parseProxyUrl(text: string, source: string): EgressProxy {
   if (!url.hostname) throw new Error(`${source}: names no proxy host`);
   if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash) throw new Error(`${source}: a proxy URL has no path, query or fragment`);
   const port = url.port ? Number(url.port) : 80;
-  const user = decodeURIComponent(url.username);
-  const urlAuth = url.username || url.password ? `${user}:${decodeURIComponent(url.password)}` : undefined;
+  let user: string;
+  let password: string;
+  try {
+    user = decodeURIComponent(url.username);
+    password = decodeURIComponent(url.password);
+  } catch {
+    // decodeURIComponent's own message is "URI malformed", naming neither the variable nor the key.
+    throw new Error(`${source}: the user name or password has a malformed % escape (write % as %25)`);
+  }
+  const urlAuth = url.username || url.password ? `${user}:${password}` : undefined;
   const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  const shown = `http://${user ? `${url.username}${url.password ? ':***' : ''}@` : ''}${url.hostname}:${port}`;
+  // The user name is masked like the password: some providers put a key in it.
+  const shown = `http://${url.username || url.password ? `***${url.password ? ':***' : ''}@` : ''}${url.hostname}:${port}`;
   return { host, port, display: shown, source, urlAuth };
 }
 
@@ -78,15 +88,28 @@ export function parseProxyUrl(text: string, source: string): EgressProxy {
  * subdomains (a leading `.` or `*.` is ignored); an entry with `:port` matches that port only.
  */
 export function noProxyMatches(list: string, target: URL): boolean {
+  return noProxyEntry(list, target) !== undefined;
+}
+
+/** Why a NO_PROXY entry sends `target` direct, as the entry says it: `*` covers every host. */
+function describeNoProxyMatch(entry: string, name: string, target: URL): string {
+  if (entry === '*') return `${name} is *, so every host goes direct`;
+  const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return entry === host ? `${target.hostname} is in ${name}` : `${target.hostname} matches ${entry} in ${name}`;
+}
+
+/** The first entry of a NO_PROXY list that matches `target`, as written (lower-cased), or undefined. */
+function noProxyEntry(list: string, target: URL): string | undefined {
   const host = target.hostname.replace(/^\[|\]$/g, '').toLowerCase();
   const port = target.port || (target.protocol === 'http:' ? '80' : '443');
   const ip = ipaddr.isValid(host) ? ipaddr.parse(host) : undefined;
   for (const raw of list.split(/[\s,]+/)) {
-    let entry = raw.trim().toLowerCase();
+    const written = raw.trim().toLowerCase();
+    let entry = written;
     if (!entry) continue;
-    if (entry === '*') return true;
+    if (entry === '*') return written;
     if (entry.includes('/')) {
-      if (ip && cidrContains(entry, ip)) return true;
+      if (ip && cidrContains(entry, ip)) return written;
       continue;
     }
     let entryPort: string | undefined;
@@ -95,13 +118,13 @@ export function noProxyMatches(list: string, target: URL): boolean {
     else if (/^[^:]+:\d+$/.test(entry)) [entry, entryPort] = entry.split(':') as [string, string];
     if (entryPort && entryPort !== port) continue;
     if (ipaddr.isValid(entry)) {
-      if (ip && sameAddress(ipaddr.parse(entry), ip)) return true;
+      if (ip && sameAddress(ipaddr.parse(entry), ip)) return written;
       continue;
     }
     const name = entry.replace(/^\*?\./, '');
-    if (host === name || host.endsWith(`.${name}`)) return true;
+    if (host === name || host.endsWith(`.${name}`)) return written;
   }
-  return false;
+  return undefined;
 }
 
 function cidrContains(entry: string, ip: ipaddr.IPv4 | ipaddr.IPv6): boolean {

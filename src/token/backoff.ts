@@ -1,7 +1,10 @@
 /**
- * Exponential backoff with full jitter ("Exponential Backoff And Jitter", AWS Architecture Blog)
- * plus a floor: attempt n waits a uniform random time in [0, min(cap, base·2ⁿ)], but never less
- * than `minMs`, so an unlucky draw can never turn retries into a tight loop.
+ * Exponential backoff. Two kinds of jitter:
+ * - full ("Exponential Backoff And Jitter", AWS Architecture Blog) plus a floor: attempt n waits a
+ *   uniform random time in [0, min(cap, base·2ⁿ)], but never less than `minMs`, so an unlucky
+ *   draw can never turn retries into a tight loop;
+ * - upward only (`upwardJitter` set): attempt n waits min(cap, base·2ⁿ) plus up to that fraction
+ *   more, never less: the schedule after a refused login, where sooner is what locks a key out.
  */
 export interface BackoffPolicy {
   /** Upper bound of the first delay, in milliseconds. */
@@ -10,6 +13,8 @@ export interface BackoffPolicy {
   capMs: number;
   /** Lower bound of every delay, in milliseconds. */
   minMs: number;
+  /** When set: no full jitter; each delay is its ceiling plus up to this fraction of it (e.g. 0.2). */
+  upwardJitter?: number;
 }
 
 /** Options of {@link createBackoff}: a policy and the random source (injected for tests). */
@@ -28,8 +33,14 @@ export interface Backoff {
   readonly attempts: number;
 }
 
-/** gentoken answered 401: credentials are wrong, retrying fast only hammers the auth server. */
-export const UNAUTHORIZED_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 5_000, capMs: 300_000, minMs: 1_000 });
+/**
+ * gentoken answered 401 or 403 (or 429 without Retry-After): the credentials or the source address
+ * are refused, and vendors lock a key after a few failed logins in a short time. 5 s, 10 s, 20 s,
+ * 40 s, 80 s, 160 s, then every 5 min, each up to 20 % later, never sooner: at most 3 attempts in
+ * the first 30 s (at 0, 5 and 15 s), at most 17 in any hour (13 once at the ceiling). docs/troubleshooting.md
+ * states this schedule.
+ */
+export const UNAUTHORIZED_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 5_000, capMs: 300_000, minMs: 5_000, upwardJitter: 0.2 });
 
 /** Network, TLS, timeout, 5xx or a garbled answer: likely to pass, retry sooner. */
 export const TRANSIENT_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 1_000, capMs: 60_000, minMs: 250 });
@@ -37,11 +48,17 @@ export const TRANSIENT_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 1_000, c
 /** Beyond this many doublings every ceiling is the cap anyway; stops 2ⁿ from overflowing. */
 const MAX_EXPONENT = 40;
 
+/** The longest delay `policy` ever hands out, in milliseconds. */
+export function longestDelayMs(policy: BackoffPolicy): number {
+  return policy.capMs * (1 + (policy.upwardJitter ?? 0));
+}
+
 /** Creates a backoff schedule for `policy`. */
-export function createBackoff({ baseMs, capMs, minMs, random = Math.random }: BackoffOptions): Backoff {
+export function createBackoff({ baseMs, capMs, minMs, upwardJitter, random = Math.random }: BackoffOptions): Backoff {
   if (!(baseMs > 0 && capMs >= baseMs && minMs >= 0 && minMs <= capMs)) {
     throw new RangeError('backoff needs 0 < baseMs <= capMs and 0 <= minMs <= capMs');
   }
+  if (upwardJitter !== undefined && !(upwardJitter >= 0 && upwardJitter <= 1)) throw new RangeError('upwardJitter must be within [0, 1]');
   let attempts = 0;
   return {
     next() {
@@ -49,6 +66,7 @@ export function createBackoff({ baseMs, capMs, minMs, random = Math.random }: Ba
       attempts++;
       // Clamp the draw: a misbehaving random source must not yield a negative or huge delay.
       const r = Math.min(Math.max(random(), 0), 1);
+      if (upwardJitter !== undefined) return Math.max(minMs, Math.floor(ceiling * (1 + r * upwardJitter)));
       return Math.max(minMs, Math.floor(r * ceiling));
     },
     reset() {

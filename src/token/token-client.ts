@@ -95,6 +95,8 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
           // serverMessage's fallback names 401; a 403 without a message says so instead.
           throw new TokenRefusedError(message.startsWith('HTTP 401') ? 'no message' : message);
         }
+        // A 400 may be a TLS front's page about the client certificate (mutual TLS): read it to tell.
+        if (res.status === 400) throw clientCertificateFailure(await readBody(res).catch(() => '')) ?? statusFailure(400, undefined);
         res.body.destroy();
         if (res.status >= 300 && res.status < 400) {
           const location = redirectTarget(res.headers.location, url);
@@ -189,7 +191,7 @@ function scrub(message: string, c: Credentials): string {
   return out;
 }
 
-const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME/;
+const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME|KEY_TOO_SMALL/;
 const DNS_CODE = /^(ENOTFOUND|EAI_AGAIN|EAI_FAIL|EAI_NODATA|EAI_NONAME)$/;
 const TIMEOUT_CODE = /^(ETIMEDOUT|UND_ERR_CONNECT_TIMEOUT|UND_ERR_HEADERS_TIMEOUT|UND_ERR_BODY_TIMEOUT)$/;
 
@@ -203,7 +205,23 @@ const TLS_MEANING: Readonly<Record<string, string>> = {
   CERT_HAS_EXPIRED: 'the server certificate has expired',
   CERT_NOT_YET_VALID: 'the server certificate is not valid yet (check this host\'s clock)',
   ERR_TLS_CERT_ALTNAME_INVALID: 'the server certificate is not issued for this host name',
+  EE_KEY_TOO_SMALL: 'the server certificate key is too small (Node needs RSA 2048 bits or more; doctor names its size)',
+  CA_KEY_TOO_SMALL: 'a CA key in the server certificate chain is too small (Node needs RSA 2048 bits or more)',
 };
+
+/** Node (24.5+) reports a key under OpenSSL's security level as `UNSPECIFIED`; its text says which (docs/traps.md T48). */
+function weakKeyCode(err: unknown): string | undefined {
+  const message = (err as Error | undefined)?.message ?? '';
+  return /EE certificate key too weak/i.test(message) ? 'EE_KEY_TOO_SMALL' : /CA certificate key too weak/i.test(message) ? 'CA_KEY_TOO_SMALL' : undefined;
+}
+
+/**
+ * A handshake_failure alert from the server is its verdict on this client (most often: it requires
+ * a client certificate and none was presented, under TLS 1.2), not ours on its certificate, so
+ * service.caFile is not the fix. (Under TLS 1.3 the server refuses after the handshake and the
+ * connection just closes.)
+ */
+const SERVER_REFUSED_HANDSHAKE: ReadonlySet<string> = new Set(['ERR_SSL_SSL/TLS_ALERT_HANDSHAKE_FAILURE', 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE']);
 
 /** One gentoken answer other than 200/401/403/3xx, classified; 429 and 503 carry their Retry-After. */
 function statusFailure(status: number, retryAfterHeader: string | string[] | undefined): TokenRequestError {
@@ -216,15 +234,37 @@ function statusFailure(status: number, retryAfterHeader: string | string[] | und
   return new TokenRequestError(`auth server answered HTTP ${status}`, { upstreamStatus: status, kind: status >= 500 ? 'server_error' : 'http' });
 }
 
+/**
+ * The pages a TLS front answers with HTTP 400 when mutual TLS fails after the handshake: nginx
+ * with `ssl_verify_client on` finishes the handshake without a (valid) client certificate and
+ * answers 400 with one of these titles (its 496 and 495 pages). Without this the operator sees only
+ * "answered HTTP 400", and nothing at run time mentions the certificate.
+ */
+const CLIENT_CERTIFICATE_PAGES: ReadonlyArray<[RegExp, string]> = [
+  [/No required SSL certificate was sent/i,
+    'auth server answered HTTP 400: it requires a client certificate (mutual TLS) and none was presented ("No required SSL certificate was sent"); set service.certFile and service.keyFile'],
+  [/The SSL certificate error/i,
+    'auth server answered HTTP 400: it did not accept the client certificate presented ("The SSL certificate error": another CA, expired or revoked); check service.certFile with the vendor'],
+];
+
+/** A 400 that names the client certificate, as a TokenRequestError of kind `http` saying so; otherwise undefined. */
+function clientCertificateFailure(body: string): TokenRequestError | undefined {
+  const found = CLIENT_CERTIFICATE_PAGES.find(([page]) => page.test(body));
+  return found && new TokenRequestError(found[1], { upstreamStatus: 400, kind: 'http' });
+}
+
 /** The TLS failure in words: the code, what it means, the certificate's subject and issuer when Node gives them. */
 function tlsMessage(code: string, err: unknown): string {
+  if (SERVER_REFUSED_HANDSHAKE.has(code)) {
+    return `TLS: ${code}: the server refused the handshake: it may require a client certificate (mutual TLS: set service.certFile and service.keyFile) or accept none of this client's TLS versions and ciphers`;
+  }
   const cert = (err as { cert?: { subject?: Record<string, unknown>; issuer?: Record<string, unknown> } }).cert;
   const name = (dn: Record<string, unknown> | undefined) => (dn && typeof dn.CN === 'string' ? `CN=${dn.CN.slice(0, 100)}` : undefined);
   const subject = name(cert?.subject);
   const issuer = name(cert?.issuer);
   const about = [subject && `subject ${subject}`, issuer && `issuer ${issuer}`].filter(Boolean).join(', ');
   const meaning = TLS_MEANING[code] ?? 'the server certificate could not be verified';
-  return `TLS: ${code}: ${meaning}${about ? ` (${about})` : ''}; check service.caFile`;
+  return `TLS: ${code}: ${meaning}${about ? ` (${about})` : ''}; ${/KEY_TOO_SMALL/.test(code) ? 'only the vendor can replace it' : 'check service.caFile'}`;
 }
 
 /** Maps whatever the request threw to one of the token errors, with a short, secret-free message and a kind. */
@@ -235,7 +275,7 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   // The forward proxy failed, not the auth server: its own message names the proxy and the setting.
   if (err instanceof EgressProxyError) return new TokenRequestError(err.message, { cause: err, kind: 'egress_proxy' });
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
-  const code = (err as { code?: string } | undefined)?.code;
+  const code = weakKeyCode(err) ?? (err as { code?: string } | undefined)?.code;
   if (code && DNS_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'dns' });
   if (code === 'ECONNREFUSED') return new TokenRequestError('auth server unreachable: ECONNREFUSED', { cause: err, kind: 'connection_refused' });
   if (code && TIMEOUT_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'timeout' });

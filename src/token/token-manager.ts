@@ -4,17 +4,19 @@
  * May import: shared/, config/, observability/, upstream/.
  */
 import type { Logger } from '../observability/logger.js';
-import { createBackoff, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
-import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';
+import type { Clock } from '../shared/clock.js';
+import { LoopTimer } from './loop-timer.js';
+import type { TokenGauges, TokenView } from './token-view.js';
+import { causeOf, failureReason } from './failure-reasons.js';
 import type { CredentialStore } from './credential-store.js';
-import { InvalidResponseError, SidecarError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError, TokenUnavailableError } from '../shared/errors.js';
+import { SidecarError, TokenRequestError, TokenUnavailableError } from '../shared/errors.js';
 import { fingerprint, type SecretSet } from '../shared/secrets.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
-import { createGentokenBudget, type GentokenBudget } from './gentoken-budget.js';
+import { GentokenPacer, type PacedTrigger } from './gentoken-pacer.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
-import { RejectionPolicy, SUPERSEDED_WINDOW_MS } from './rejection-policy.js';
+import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_WINDOW_MS, type RejectedToken, type SuspectForm } from './answer-rules.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -69,14 +71,14 @@ export interface TokenManagerDeps {
   onFailure?: (cause: GentokenCause) => void;
   /** Called once per gentoken call held back by the budget or a Retry-After. */
   onDeferred?: (trigger: GentokenTrigger) => void;
-  /** Called for each rejection of a young, accepted token this process still held (another holder of the key?). */
+  /** Called for each young token that had succeeded, was rejected and replaced by a renewal that helped (another holder of the key?). */
   onSuperseded?: () => void;
   /** The config file the process runs with, for the doctor command a hint prints. */
   configPath?: string;
   options: TokenManagerOptions;
 }
 
-type Trigger = 'start' | 'renewal' | 'retry' | 'upstream 401' | 'rotation';
+type Trigger = PacedTrigger;
 type Failure = GentokenCause;
 
 /** A token is unusable within min(5 s, 10 % of its lifetime) of expiry: requests take time too. */
@@ -86,7 +88,6 @@ const MARGIN_FRACTION = 0.1;
 const JITTER_FRACTION = 0.1;
 /** Even when a response arrives after its renewal time, do not renew back to back. */
 const MIN_RENEW_DELAY_MS = 250;
-/** Upstream 401s may start at most one refresh per this interval. */
 const READY = Object.freeze({ ready: true });
 const LIVE = Object.freeze({ live: true });
 /**
@@ -95,15 +96,18 @@ const LIVE = Object.freeze({ live: true });
  */
 const LIVENESS_GRACE_MS = 60_000;
 const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
-/** Failures retried on the slow schedule: asking again soon cannot change the answer and may lock the key out. */
-const SLOW_CAUSES: ReadonlySet<GentokenCause> = new Set(['unauthorized', 'refused']);
 
 /**
+ * The parts: the answer rules (answer-rules.ts) judge what the service says; the pacer
+ * (gentoken-pacer.ts: budget, Retry-After, retry schedules) says when the next call may go and the
+ * loop timer (loop-timer.ts) waits for it; failure-reasons.ts words what went wrong; this class holds
+ * the token and ties them together, and token-view.ts is what the rest of the sidecar reads of it.
+ *
  * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
  * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
  * promise, so neither timers nor request traffic can cause concurrent or bursty token requests.
  */
-export class TokenManager {
+export class TokenManager implements TokenView {
   readonly #client: Pick<TokenClient, 'requestToken'>;
   readonly #credentials: Pick<CredentialStore, 'current'>;
   readonly #clock: Clock;
@@ -113,15 +117,20 @@ export class TokenManager {
   readonly #onRefresh: ((result: RefreshResult, seconds: number) => void) | undefined;
   readonly #options: TokenManagerOptions;
   readonly #file: TokenFileWriter | undefined;
-  #deferred: Promise<TokenSnapshot> | undefined;
+  #deferred: Promise<TokenSnapshot | undefined> | undefined;
   #mintedAfter401: TokenSnapshot | undefined;
-  readonly #rejections = new RejectionPolicy();
-  /** Highest generation a non-401 answer was seen for. */
-  #acceptedUpTo = 0;
+  /** What the service's answers say (answer-rules.ts). */
+  readonly #rules: AnswerRules;
+  /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
+  #rejected: RejectedToken | undefined;
+  /** Monotonic ms the current token's scheduled renewal is due at. */
+  #renewDueAt = Infinity;
+  /** The lifetime note (renewals the budget does not hold back) is logged once. */
+  #lifetimeNoted = false;
   readonly #onSuperseded: (() => void) | undefined;
   readonly #configPath: string | undefined;
-  readonly #slow: Backoff;
-  readonly #fast: Backoff;
+  /** The pace of gentoken calls: budget, Retry-After, retry schedules (gentoken-pacer.ts). */
+  readonly #pacer: GentokenPacer;
   #token: TokenSnapshot | undefined;
   /** expiresAt minus the margin, precomputed so current() only compares numbers. */
   #usableUntil = -Infinity;
@@ -129,17 +138,13 @@ export class TokenManager {
   #generation = 0;
   #inflight: Promise<TokenSnapshot> | undefined;
   #failure: Failure | undefined;
-  #timer: TimerHandle | undefined;
   #lastInvalidateAt = -Infinity;
   #started = false;
   #stopped = false;
   /** The failure's own words (TLS detail, HTTP status) for the /readyz message of some causes. */
   #failureDetail = '';
-  readonly #budget: GentokenBudget | undefined;
-  /** Monotonic ms before which no gentoken call is made (a Retry-After). */
-  #notBefore = -Infinity;
-  /** Monotonic ms the armed timer is due at; undefined when none is armed. */
-  #nextAt: number | undefined;
+  /** The loop's one timer: the next attempt, whatever its trigger. */
+  readonly #loop: LoopTimer;
   /** Monotonic ms the gentoken request in flight was sent; undefined when none is on the wire. */
   #requestSentAt: number | undefined;
   /** Wakes an attempt waiting for the budget or a Retry-After when stop() is called. */
@@ -164,11 +169,15 @@ export class TokenManager {
     this.#configPath = deps.configPath;
     this.#options = deps.options;
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
-    this.#slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: this.#random });
-    this.#fast = createBackoff({ ...TRANSIENT_BACKOFF, random: this.#random });
-    this.#budget = deps.options.maxGentokenPerMinute !== undefined ? createGentokenBudget(deps.options.maxGentokenPerMinute) : undefined;
+    this.#pacer = new GentokenPacer({
+      ...(deps.options.maxGentokenPerMinute !== undefined ? { maxGentokenPerMinute: deps.options.maxGentokenPerMinute } : {}),
+      maxRetryAfterSeconds: deps.options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS,
+      random: this.#random,
+    });
     this.#onFailureCause = deps.onFailure;
     this.#onDeferred = deps.onDeferred;
+    this.#rules = new AnswerRules(() => this.#clock.now());
+    this.#loop = new LoopTimer(deps.clock);
   }
 
   /** Requests the first token now. Never throws: failures are logged and retried. */
@@ -177,14 +186,14 @@ export class TokenManager {
     this.#started = true;
     const jitterMs = (this.#options.startJitterSeconds ?? 0) * 1000;
     // A fleet started at once (a deploy, a node reboot) would otherwise call gentoken in lock-step.
-    if (jitterMs > 0) this.#armAt(this.#clock.now() + Math.floor(this.#random() * jitterMs), () => this.#kick('start'));
+    if (jitterMs > 0) this.#loop.arm(this.#clock.now() + Math.floor(this.#random() * jitterMs), () => this.#kick('start'));
     else this.#kick('start');
   }
 
   /** Cancels timers; a request in flight finishes but schedules nothing. Idempotent. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    this.#cancelTimer();
+    this.#loop.cancel();
     this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
     await this.#file?.flush();
   }
@@ -204,43 +213,57 @@ export class TokenManager {
   }
 
   /**
-   * The service answered 401 to a request that carried `generation` (for `path`, named in the
-   * hint when token.attach looks wrong). Starts at most one refresh per generation and per
-   * interval; while gentoken is failing, the scheduled retry is left alone. What the rejection
-   * means is judged by `rejection-policy.ts`.
+   * The service answered 401 to a request that carried `generation` on `path` (its first attempt,
+   * not a replay). Resolves with a newer token to replay with, or undefined: pass the 401 back.
+   * The answer rules (answer-rules.ts) judge it: a path whose 401s are its own is passed back at
+   * once; otherwise one renewal (single flight, at most one per interval) and a replay. A renewal
+   * the budget or a Retry-After holds back is not waited for: the 401 goes back and the current
+   * token stays in use (the service decides about it, not a deferred renewal).
    */
-  invalidate(generation: number, path?: string): Promise<TokenSnapshot> {
+  invalidate(generation: number, path = '/'): Promise<TokenSnapshot | undefined> {
+    if (this.#stopped) return PASS;
     const token = this.#token;
-    if (this.#stopped) return this.#settled();
+    const before = this.#rules.suspect;
+    const verdict = this.#rules.unauthorized(generation, path);
+    if (verdict === 'newly-remembered') {
+      this.#logger.info('the service answers 401 on this path even with a fresh token that other requests succeed with: its 401s are passed back without renewing', {
+        path: shortPath(path), forMinutes: PATH_MEMORY_MS / 60_000,
+      });
+    }
+    if (verdict === 'remembered' || verdict === 'newly-remembered') return PASS;
+    if (before === undefined && this.#rules.suspect !== undefined) this.#suspectEntered(this.#rules.suspect, path);
     // A newer token is safe to reuse only if it was minted because of a 401: it then postdates
     // the revocation. One from a routine renewal may predate the revocation that rejected the
     // older token, and would be rejected as well (seen in the soak benchmark).
-    if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#settled();
-    if (this.#inflight) return this.#bounded(this.#inflight);
+    if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#newer(generation);
+    // An attempt held back (a rotation or retry waiting for the budget) may wait far longer than a request should.
+    if (this.#inflight && this.#gatedUntil !== undefined) return this.#newer(generation);
+    if (this.#inflight) return this.#bounded(this.#inflight).then((t) => (t.generation > generation ? t : undefined));
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
-    if (this.#failure !== undefined) return this.#settled();
+    if (this.#failure !== undefined) return this.#newer(generation);
     const now = this.#clock.now();
-    const wait = this.#lastInvalidateAt + this.#rejections.renewIntervalMs - now;
-    // token.attach suspect: fresh tokens keep being rejected, so the 401s are not about the token.
-    // Pass them back at once instead of holding requests for a renewal that will not help.
-    if (wait > 0 && this.#rejections.attachSuspect) return this.#settled();
+    const wait = this.#lastInvalidateAt + this.#rules.renewIntervalMs - now;
     if (wait > 0) {
-      // Too soon after the last 401-triggered refresh: defer one refresh to the end of the
-      // window and let every 401 in the meantime wait for it, so a service rejecting every
-      // token cannot turn traffic into a gentoken storm, yet a second revocation still heals.
-      this.#deferred ??= new Promise<TokenSnapshot>((resolve, reject) => {
+      // Too soon after the last 401-triggered renewal. When nothing suggests a renewal would not
+      // help (an ordinary revocation storm), one renewal is deferred to the end of the window and
+      // the 401s in the meantime wait for it (1 s at most), so a second revocation still heals.
+      // Otherwise (a renewal that did not help, token.attach suspect) the 401 goes back at once.
+      if (verdict !== 'renew' || !this.#rules.holdsForRenewal) return this.#newer(generation);
+      this.#deferred ??= new Promise<TokenSnapshot | undefined>((resolve, reject) => {
         this.#clock.setTimeout(() => {
           this.#deferred = undefined;
           this.invalidate(generation, path).then(resolve, reject);
         }, wait);
       });
-      return this.#bounded(this.#deferred);
+      return this.#deferred;
     }
+    if (!this.#mayCallNow('upstream 401', now)) return this.#newer(generation);
     this.#lastInvalidateAt = now;
     const rejectedCurrent = token !== undefined && token.generation === generation;
     if (rejectedCurrent) {
+      // Held back from requests only while its renewal is on the wire: milliseconds.
       this.#bad = true;
-      this.#judgeRejection(token, now, path);
+      this.#rejected = { generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds, proven: this.#rules.proven(generation) };
     }
     this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
     const refreshed = this.#refresh('upstream 401').catch((err: unknown) => {
@@ -252,34 +275,42 @@ export class TokenManager {
   }
 
   /**
-   * A request carrying `generation` got an answer other than 401: the token is accepted, and the
-   * rejection state starts over. On the request path: a comparison when nothing changed.
+   * A request carrying `generation` was answered `status` on `path` (anything but a first 401;
+   * a replay's answer names the generation it replaced in `replayOf`). On the request path: a
+   * couple of comparisons when nothing is pending.
    */
-  accepted(generation: number): void {
-    if (generation <= this.#acceptedUpTo) return;
-    this.#acceptedUpTo = generation;
-    const wasSuspect = this.#rejections.attachSuspect;
-    this.#rejections.accepted(generation);
-    if (wasSuspect) this.#logger.info('the service accepts the token again; token.attach is no longer suspect', { generation });
+  answered(generation: number, status: number, path: string, replayOf?: number): void {
+    if (replayOf !== undefined) return this.#replayAnswered(replayOf, generation, status, path);
+    const change = this.#rules.answered(generation, status, path);
+    if (change === 'suspect') this.#suspectEntered('answers', path);
+    else if (change === 'cleared') this.#suspectCleared(generation);
   }
 
-  /** Non-fatal conditions `/readyz` reports beside its verdict. */
+  /** Non-fatal conditions `/readyz` reports beside its verdict (a new array each call). */
   warnings(): string[] {
-    return this.#rejections.attachSuspect
-      ? ['requests get 401 even with freshly obtained tokens: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe PATH --discover-attach)']
-      : [];
+    const form = this.#rules.suspect;
+    if (form === undefined) return [];
+    const probe = shortPath(this.#rules.suspectPath ?? '/');
+    if (form === 'unauthorized') {
+      return [`requests get 401 even with freshly obtained tokens, on several paths, and none succeeds: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`];
+    }
+    return [`no request has succeeded since the token was obtained (only refusals such as 400, 403, 404 or a redirect, on several paths): token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`];
   }
 
-  /** True while fresh tokens keep being rejected (the `b2b_sidecar_attach_suspect` gauge). */
+  /** True while `token.attach` is suspect (the `b2b_sidecar_attach_suspect` gauge). */
   attachSuspect(): boolean {
-    return this.#rejections.attachSuspect;
+    return this.#rules.suspect !== undefined;
   }
 
-  #judgeRejection(token: TokenSnapshot, now: number, path: string | undefined): void {
-    const verdict = this.#rejections.rejected({
-      generation: token.generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds,
-      afterUnauthorized: this.#mintedAfter401 === token,
-    }, now);
+  #replayAnswered(replayOf: number, fresh: number, status: number, path: string): void {
+    const before = this.#rules.suspect;
+    this.#rules.answered(fresh, status, path);
+    const pending = this.#rejected;
+    const rejected: RejectedToken = pending?.generation === replayOf ? pending : { generation: replayOf, obtainedAt: -Infinity, lifetimeSeconds: 0, proven: false };
+    const verdict = this.#rules.replayed(rejected, fresh, status, path);
+    const after = this.#rules.suspect;
+    if (before === undefined && after !== undefined) this.#suspectEntered(after, path);
+    else if (before !== undefined && after === undefined) this.#suspectCleared(fresh);
     if (verdict.kind === 'superseded') {
       this.#onSuperseded?.();
       if (verdict.tripped) {
@@ -287,15 +318,59 @@ export class TokenManager {
           rejections: verdict.count, windowMinutes: SUPERSEDED_WINDOW_MS / 60_000,
         });
       }
-    } else if (verdict.kind === 'fresh-rejected') {
-      const fields = { fingerprint: token.fingerprint, inARow: verdict.consecutive, nextAllowedInSeconds: this.#rejections.renewIntervalMs / 1000 };
-      if (verdict.enteredSuspect) {
-        const probe = path ? path.split('?')[0]!.slice(0, 200) : '<a GET path that needs the token>';
-        this.#logger.error(`freshly obtained tokens are rejected too: token.attach probably presents the token in a way the service does not accept. Find the right way with: b2b-sidecar doctor --config ${this.#configPath ?? '<config file>'} --probe ${probe} --discover-attach`, fields);
-      } else if (!verdict.suspect) {
-        this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', fields);
-      }
+    } else if (verdict.kind === 'refused' && after === undefined && before === undefined) {
+      this.#logger.warn('a freshly obtained token was rejected too; slowing down 401-triggered renewals', {
+        path: shortPath(path), nextAllowedInSeconds: this.#rules.renewIntervalMs / 1000,
+      });
+    } else if (verdict.kind === 'path-own') {
+      this.#logger.debug('a fresh token was rejected on this path too; its 401s are the path\'s own once the token succeeds elsewhere', { path: shortPath(path) });
     }
+  }
+
+  #suspectEntered(form: SuspectForm, path: string): void {
+    const probe = shortPath(this.#rules.suspectPath ?? path);
+    const command = `b2b-sidecar doctor --config ${this.#configPath ?? '<config file>'} --probe ${probe} --discover-attach`;
+    if (form === 'unauthorized') {
+      this.#logger.error(`freshly obtained tokens are rejected too, on several paths, and no request succeeds: token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
+        fingerprint: this.#token?.fingerprint,
+      });
+    } else {
+      const { answers, lastStatus } = this.#rules.evidence;
+      this.#logger.error(`no request has succeeded since the token was obtained (${answers} answers on several paths, none 2xx or 304; the last was ${lastStatus}): token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
+        fingerprint: this.#token?.fingerprint,
+      });
+    }
+  }
+
+  #suspectCleared(generation: number): void {
+    this.#logger.info('the service accepts the token again; token.attach is no longer suspect', { generation });
+  }
+
+  /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */
+  #newer(generation: number): Promise<TokenSnapshot | undefined> {
+    const t = this.current();
+    return Promise.resolve(t !== undefined && t.generation > generation ? t : undefined);
+  }
+
+  /**
+   * True when a gentoken call for `trigger` may go out at `now` (gentoken-pacer.ts). Otherwise
+   * counts the call as deferred (logged once per episode).
+   */
+  #mayCallNow(trigger: Trigger, now: number): boolean {
+    const { at, by } = this.#pacer.earliest(trigger, now, this.#renewDueAt);
+    if (at <= now) return true;
+    this.#noteDeferred(trigger, now, at, by);
+    return false;
+  }
+
+  #noteDeferred(trigger: Trigger, now: number, at: number, by: string | undefined): void {
+    this.#onDeferred?.(trigger === 'upstream 401' ? 'upstream_401' : trigger);
+    if (this.#deferring) return;
+    this.#deferring = true;
+    this.#logger.warn('gentoken call deferred', {
+      trigger, by, waitSeconds: round((at - now) / 1000),
+      ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 is passed back and the current token stays in use' } : {}),
+    });
   }
 
   /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */
@@ -338,24 +413,24 @@ export class TokenManager {
         ? { live: false, reason: `a gentoken request has been in flight for ${round((now - this.#requestSentAt) / 1000)} s, far beyond its deadline: the token loop is stuck` }
         : LIVE;
     }
-    if (this.#nextAt === undefined) return { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
-    if (now - this.#nextAt > LIVENESS_GRACE_MS) {
-      return { live: false, reason: `the scheduled gentoken attempt is ${round((now - this.#nextAt) / 1000)} s overdue: the token loop is stuck` };
+    if (this.#loop.dueAt === undefined) return { live: false, reason: 'no gentoken attempt is in flight or scheduled: the token loop has stopped' };
+    if (now - this.#loop.dueAt > LIVENESS_GRACE_MS) {
+      return { live: false, reason: `the scheduled gentoken attempt is ${round((now - this.#loop.dueAt) / 1000)} s overdue: the token loop is stuck` };
     }
-    if (this.#nextAt - now > this.#maxScheduleMs() + LIVENESS_GRACE_MS) {
-      return { live: false, reason: `the next gentoken attempt is scheduled ${round((this.#nextAt - now) / 1000)} s ahead, more than any setting allows` };
+    if (this.#loop.dueAt - now > this.#maxScheduleMs() + LIVENESS_GRACE_MS) {
+      return { live: false, reason: `the next gentoken attempt is scheduled ${round((this.#loop.dueAt - now) / 1000)} s ahead, more than any setting allows` };
     }
     return LIVE;
   }
 
   /** Scrape-time gauges: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
-  gauges(): { ageSeconds: number; expiresInSeconds: number; valid: boolean; expiryTimestampSeconds: number; nextRefreshTimestampSeconds: number } {
+  gauges(): TokenGauges {
     const t = this.#token;
     const now = this.#clock.now();
     const wall = this.#clock.wallNow();
     let next = 0;
     if (this.#requestSentAt !== undefined) next = wall / 1000;
-    else if (this.#nextAt !== undefined) next = (wall + Math.max(0, this.#nextAt - now)) / 1000;
+    else if (this.#loop.dueAt !== undefined) next = (wall + Math.max(0, this.#loop.dueAt - now)) / 1000;
     return {
       ageSeconds: t ? (now - t.obtainedAt) / 1000 : 0,
       expiresInSeconds: t ? Math.max(0, t.expiresAt - now) / 1000 : 0,
@@ -369,15 +444,9 @@ export class TokenManager {
   #maxScheduleMs(): number {
     return Math.max(
       this.#options.maxLifetimeSeconds * 1000,
-      UNAUTHORIZED_BACKOFF.capMs,
-      TRANSIENT_BACKOFF.capMs,
-      this.#maxRetryAfterMs(),
+      this.#pacer.longestWaitMs(),
       (this.#options.startJitterSeconds ?? 0) * 1000,
     );
-  }
-
-  #maxRetryAfterMs(): number {
-    return (this.#options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS) * 1000;
   }
 
   #refresh(trigger: Trigger): Promise<TokenSnapshot> {
@@ -393,7 +462,7 @@ export class TokenManager {
   }
 
   async #attempt(trigger: Trigger): Promise<TokenSnapshot> {
-    this.#cancelTimer();
+    this.#loop.cancel();
     try {
       // Through a microtask, so #inflight is set before this can settle even if the gate throws.
       await Promise.resolve().then(() => this.#gate(trigger));
@@ -440,55 +509,63 @@ export class TokenManager {
     this.#usableUntil = token.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs * MARGIN_FRACTION);
     this.#bad = false;
     this.#failure = undefined;
-    this.#slow.reset();
-    this.#fast.reset();
+    this.#pacer.succeeded();
     this.#onRefresh?.('success', latencyMs / 1000);
     let renewInSeconds: number | undefined;
     if (!this.#stopped) {
       const delay = lifetimeMs * this.#options.renewAt;
       const now = this.#clock.now();
       const at = Math.max(sentAt + delay - this.#random() * JITTER_FRACTION * delay, now + MIN_RENEW_DELAY_MS);
-      this.#armAt(at, () => this.#kick('renewal'));
+      this.#renewDueAt = at;
+      this.#loop.arm(at, () => this.#kick('renewal'));
       renewInSeconds = round((at - now) / 1000);
       void this.#file?.write(token.value);
     }
     this.#logger.info('token obtained', {
       fingerprint: token.fingerprint, generation: token.generation, trigger, lifetimeSeconds, latencyMs: round(latencyMs), renewInSeconds,
     });
+    this.#noteLifetime(lifetimeSeconds);
     return token;
   }
 
+  /** Once: tokens so short-lived that their renewals alone would fill token.maxGentokenPerMinute. */
+  #noteLifetime(lifetimeSeconds: number): void {
+    const perMinute = this.#options.maxGentokenPerMinute;
+    if (this.#lifetimeNoted || perMinute === undefined) return;
+    const renewalsPerMinute = 60 / Math.max(lifetimeSeconds * this.#options.renewAt, MIN_RENEW_DELAY_MS / 1000);
+    if (renewalsPerMinute < perMinute / 2) return;
+    this.#lifetimeNoted = true;
+    this.#logger.info('tokens live so briefly that their scheduled renewals alone approach token.maxGentokenPerMinute: the budget does not hold scheduled renewals back, only the calls answers and retries ask for', {
+      lifetimeSeconds, renewalsPerMinute: round(renewalsPerMinute), maxGentokenPerMinute: perMinute,
+    });
+  }
+
   /**
-   * Waits until a gentoken call is allowed: after any Retry-After and within the per-minute budget,
-   * whatever the trigger. The wait is the loop's one timer, so liveness sees it scheduled.
+   * Waits until a gentoken call is allowed: after any Retry-After, whatever the trigger, and within
+   * the per-minute budget unless it is a scheduled renewal. The wait is the loop's one timer, so
+   * liveness sees it scheduled.
    */
   async #gate(trigger: Trigger): Promise<void> {
     let counted = false;
     for (;;) {
       if (this.#stopped) throw new TokenUnavailableError('the token manager was stopped');
       const now = this.#clock.now();
-      const budgetWait = this.#budget?.waitMs(now) ?? 0;
-      const at = Math.max(this.#notBefore, now + budgetWait);
+      const { at, by } = this.#pacer.earliest(trigger, now, this.#renewDueAt);
       if (at <= now) {
-        this.#budget?.take(now);
+        this.#pacer.take(trigger, now, this.#renewDueAt);
         if (!counted) this.#deferring = false;
         return;
       }
       if (!counted) {
         counted = true;
-        this.#onDeferred?.(trigger === 'upstream 401' ? 'upstream_401' : trigger);
-        if (!this.#deferring) {
-          this.#deferring = true;
-          this.#logger.warn('gentoken call deferred', {
-            trigger, by: budgetWait > 0 && now + budgetWait >= this.#notBefore ? 'token.maxGentokenPerMinute' : 'Retry-After',
-            waitSeconds: round((at - now) / 1000),
-          });
-        }
+        this.#noteDeferred(trigger, now, at, by);
       }
       this.#gatedUntil = at;
+      // A rotation held back wakes when the renewal falls due, and goes out as the renewal.
+      const wake = trigger === 'rotation' && this.#renewDueAt > now ? Math.min(at, this.#renewDueAt) : at;
       await new Promise<void>((resolve, reject) => {
         this.#releaseGate = reject;
-        this.#armAt(at, resolve);
+        this.#loop.arm(wake, resolve);
       }).finally(() => {
         this.#releaseGate = undefined;
         this.#gatedUntil = undefined;
@@ -504,17 +581,14 @@ export class TokenManager {
     this.#onFailureCause?.(failure);
     const now = this.#clock.now();
     const retryAfterMs = err instanceof TokenRequestError
-      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#maxRetryAfterMs())
+      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#pacer.maxRetryAfterMs)
       : undefined;
     // A Retry-After binds every trigger (renewal, 401, rotation), not only the scheduled retry.
-    if (retryAfterMs !== undefined) this.#notBefore = Math.max(this.#notBefore, now + retryAfterMs);
+    const delay = this.#pacer.failed(failure, retryAfterMs, now);
     let retryInSeconds: number | undefined;
     if (!this.#stopped) {
-      // Even if the current token expires before the retry, keep the backoff: no tight loop. A
-      // 429 without a Retry-After is told to slow down too: the slow schedule.
-      const slow = SLOW_CAUSES.has(failure) || (failure === 'rate_limited' && retryAfterMs === undefined);
-      const delay = Math.max((slow ? this.#slow : this.#fast).next(), retryAfterMs ?? 0);
-      this.#armAt(now + delay, () => this.#kick('retry'));
+      // Even if the current token expires before the retry, keep the backoff: no tight loop.
+      this.#loop.arm(now + delay, () => this.#kick('retry'));
       retryInSeconds = round(delay / 1000);
     }
     const kept = this.current();
@@ -530,28 +604,6 @@ export class TokenManager {
     else this.#logger.warn('token request failed', { ...fields, cause: failure });
   }
 
-  /** Arms the single timer for monotonic time `at`, re-arming in steps no timer can overflow (docs/traps.md T15). */
-  #armAt(at: number, fn: () => void): void {
-    this.#cancelTimer();
-    this.#nextAt = at;
-    const tick = () => {
-      const remaining = at - this.#clock.now();
-      if (remaining > 0) {
-        this.#timer = this.#clock.setTimeout(tick, Math.min(remaining, MAX_TIMER_MS));
-        return;
-      }
-      this.#timer = undefined;
-      this.#nextAt = undefined;
-      fn();
-    };
-    this.#timer = this.#clock.setTimeout(tick, Math.min(Math.max(at - this.#clock.now(), 0), MAX_TIMER_MS));
-  }
-
-  #cancelTimer(): void {
-    this.#clock.clearTimeout(this.#timer);
-    this.#timer = undefined;
-    this.#nextAt = undefined;
-  }
 
   /**
    * Waits for `p` at most tokenTimeoutMs, then hands out only what current() would: a slow
@@ -578,51 +630,21 @@ export class TokenManager {
     });
   }
 
-  #settled(): Promise<TokenSnapshot> {
-    return Promise.resolve(this.acquire());
-  }
-
   #reason(): string {
-    if (this.#failure !== undefined) return this.#failureReason(this.#failure);
+    if (this.#failure !== undefined) return failureReason(this.#failure, this.#failureDetail, this.#pacer.notBefore - this.#clock.now());
     if (this.#gatedUntil !== undefined) {
       return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((this.#gatedUntil - this.#clock.now()) / 1000)} s`;
     }
     if (!this.#token) return 'no token yet';
     return this.#bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
   }
-
-  /** The /readyz message of each failure cause: what happened and what to do. */
-  #failureReason(failure: Failure): string {
-    switch (failure) {
-      case 'unauthorized': return 'credentials rejected by the auth server';
-      case 'refused':
-        return 'gentoken refused (HTTP 403): this host\'s egress address is most likely not on the vendor\'s allow list; give the vendor\'s support team the egress address';
-      case 'tls': return `auth server certificate not trusted: ${this.#failureDetail}`;
-      case 'dns': return 'auth server name not found (DNS); check service.baseUrl and this host\'s resolver';
-      case 'connection_refused': return 'auth server refused the connection; check service.baseUrl and the egress path';
-      case 'timeout': return 'auth server timed out';
-      case 'egress_proxy': return this.#failureDetail || 'the egress proxy failed';
-      case 'server_error': return `auth server failed (${this.#failureDetail.replace(/^auth server answered /, '')})`;
-      case 'rate_limited': {
-        const wait = this.#notBefore - this.#clock.now();
-        return wait > 0
-          ? `auth server asked to slow down (Retry-After); no gentoken call for ${Math.ceil(wait / 1000)} s`
-          : 'auth server asked to slow down (HTTP 429)';
-      }
-      case 'invalid_response': return 'auth server sent an invalid response';
-      case 'http': return this.#failureDetail || 'auth server answered an unexpected HTTP status';
-      default: return 'auth server unreachable';
-    }
-  }
 }
 
-/** The metric and /readyz class of whatever a gentoken attempt threw. */
-function causeOf(err: unknown): GentokenCause {
-  if (err instanceof TokenUnauthorizedError) return 'unauthorized';
-  if (err instanceof TokenRefusedError) return 'refused';
-  if (err instanceof InvalidResponseError) return 'invalid_response';
-  if (err instanceof TokenRequestError) return err.kind;
-  return 'unreachable';
+const PASS: Promise<undefined> = Promise.resolve(undefined);
+
+/** A request path as logged and printed in the doctor command: without the query, at most 200 characters. */
+function shortPath(path: string): string {
+  return path.split('?')[0]!.slice(0, 200) || '/';
 }
 
 function round(n: number): number {

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -94,5 +96,73 @@ describe('demo command', () => {
     }
     assert.equal(await exitOf(p), 0, p.stderr());
     assert.deepEqual(readdirSync(tmp), []);
+  });
+});
+
+/** Every process whose parent chain reaches `root` (from /proc), `root` excluded. */
+function descendants(root: number): number[] {
+  const parent = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // The field after the parenthesised command name (which may hold spaces) is the state, then the parent pid.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parent.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found: number[] = [];
+  for (const pid of parent.keys()) {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
+      if (p === root) {
+        found.push(pid);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('npm run demo', () => {
+  it('stops its whole process tree on SIGTERM to npm: no process left, its folder removed', async (t) => {
+    // package.json's own demo script, minus its build step (a rebuild of dist/ would break the
+    // tests running beside this one), run by npm from a project that links this build.
+    const scripts = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const build = 'npm run build --silent && ';
+    assert.ok(scripts.demo!.startsWith(build), scripts.demo);
+    const project = freshTmp();
+    symlinkSync(fileURLToPath(new URL('../../dist', import.meta.url)), join(project, 'dist'));
+    symlinkSync(fileURLToPath(new URL('../../node_modules', import.meta.url)), join(project, 'node_modules'));
+    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'demo-probe', private: true, type: 'module', scripts: { demo: scripts.demo!.slice(build.length) } }));
+    const tmp = freshTmp();
+    const npm = spawn('npm', ['run', 'demo'], { cwd: project, env: { PATH: process.env.PATH, HOME: process.env.HOME, TMPDIR: tmp } });
+    let out = '';
+    npm.stdout.on('data', (d) => (out += d));
+    npm.stderr.on('data', () => undefined);
+    // 'exit', not 'close': a demo process left behind would hold npm's output pipes open.
+    const exited = new Promise<void>((r) => npm.once('exit', () => r()));
+    t.after(() => npm.kill('SIGKILL'));
+    for (let i = 0; i < 600 && !out.includes('demo is running'); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.match(out, /demo is running/);
+    const tree = descendants(npm.pid!);
+    assert.ok(tree.length > 0, 'npm started the demo');
+    t.after(() => tree.forEach((pid) => alive(pid) && process.kill(pid, 'SIGKILL')));
+    npm.kill('SIGTERM');
+    await exited;
+    // The demo drains first; bounded, so a process left serving fails the test instead of hanging it.
+    for (let i = 0; i < 200 && tree.some(alive); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(tree.filter(alive), [], 'a process of the demo outlived npm');
+    // (npm keeps its own compile cache under TMPDIR too)
+    assert.deepEqual(readdirSync(tmp).filter((name) => name.startsWith('b2b-sidecar-demo-')), [], 'the demo folder was left behind');
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { connectHost } from '../../src/commands/healthcheck.js';
+import { connectHost } from '../../src/observability/admin-client.js';
 import { runCli } from '../helpers/cli.js';
 import { CREDENTIALS, startSidecar, startSimulator, type RunningSidecar } from '../helpers/stack.js';
 
@@ -57,7 +57,7 @@ describe('healthcheck command', () => {
     try {
       const { code, stderr } = await runCli(['healthcheck', '--config', configFile('denied', { port: strict.adminPort })]);
       assert.equal(code, 1);
-      assert.match(stderr, /unhealthy: .*\/healthz answered 403/);
+      assert.match(stderr, /unhealthy: .*\/healthz refused: forbidden \(answered 403/);
     } finally {
       await strict.stop();
     }

@@ -35,7 +35,7 @@ describe('wait', () => {
     await new Promise<void>((r) => probe.close(() => r()));
     const gone = captureIo({});
     assert.equal(await waitCommand({ admin: `http://127.0.0.1:${port}`, timeout: '100ms', intervalMs: 20 }, gone.io), 1);
-    assert.match(gone.stderr(), /last answered no answer \(ECONNREFUSED\)/);
+    assert.match(gone.stderr(), /last could not be reached \(ECONNREFUSED\)/);
     for (const args of [{ timeout: 'soon', admin: 'http://127.0.0.1:1' }, { admin: 'ftp://x' }]) {
       const bad = captureIo({});
       assert.equal(await waitCommand(args, bad.io), 2, JSON.stringify(args));

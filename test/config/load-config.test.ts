@@ -212,6 +212,35 @@ describe('loadConfig: environment', () => {
     ]);
   });
 
+  it('$CREDENTIALS_DIRECTORY replaces the credential files the config names (the shipped example\'s), and says so', async () => {
+    const credentials = mkdtempSync(join(tmpdir(), 'b2b-credentials-directory-'));
+    writeFileSync(join(credentials, 'api-key'), 'directory-key-1');
+    writeFileSync(join(credentials, 'password'), 'directory-password-2');
+    const yaml = file('example-like.yaml', 'service: { baseUrl: "https://api.example.com" }\ncredentials: { apiKeyFile: /run/secrets/b2b/api-key, password: inline-password-3 }\n');
+    const config = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials });
+    assert.deepEqual(config.credentials, { apiKeyFile: join(credentials, 'api-key'), passwordFile: join(credentials, 'password') });
+    assert.deepEqual(envReplacements(config), [
+      'credentials.apiKeyFile from the config file is ignored: api-key in $CREDENTIALS_DIRECTORY (systemd\'s LoadCredential=) sets credentials.apiKeyFile, which is used instead',
+      'credentials.password from the config file is ignored: password in $CREDENTIALS_DIRECTORY (systemd\'s LoadCredential=) sets credentials.passwordFile, which is used instead',
+    ]);
+    assert.ok(!JSON.stringify(envReplacements(config)).includes('inline-password-3'));
+    // The environment still wins (the unit's B2B_*_FILE point at the same copies).
+    const byEnv = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials, B2B_API_KEY_FILE: join(credentials, 'password') });
+    assert.equal(byEnv.credentials.apiKeyFile, join(credentials, 'password'));
+  });
+
+  it('a credential file that does not exist names the way out: LoadCredential= and $CREDENTIALS_DIRECTORY', async () => {
+    const yaml = file('missing-files.yaml', 'service: { baseUrl: "https://api.example.com" }\ncredentials: { apiKeyFile: /nonexistent-b2b/api-key, passwordFile: /nonexistent-b2b/password }\n');
+    const plain = await problemsOf(loadConfig(yaml, {}));
+    assert.match(plain[0]!, /^credentials\.apiKeyFile \(B2B_API_KEY_FILE\): file \/nonexistent-b2b\/api-key does not exist \(under systemd, run the command through systemd-run with LoadCredential=api-key:FILE/);
+    const empty = mkdtempSync(join(tmpdir(), 'b2b-credentials-empty-'));
+    const underSystemd = await problemsOf(loadConfig(yaml, { CREDENTIALS_DIRECTORY: empty }));
+    assert.deepEqual(underSystemd, [
+      `credentials.apiKeyFile (B2B_API_KEY_FILE): file /nonexistent-b2b/api-key does not exist, and $CREDENTIALS_DIRECTORY (${empty}) holds no api-key: pass it with LoadCredential=api-key:/etc/b2b-sidecar/api-key`,
+      `credentials.passwordFile (B2B_PASSWORD_FILE): file /nonexistent-b2b/password does not exist, and $CREDENTIALS_DIRECTORY (${empty}) holds no password: pass it with LoadCredential=password:/etc/b2b-sidecar/password`,
+    ]);
+  });
+
   it('reports both when the environment sets a value and its file', async () => {
     const problems = await problemsOf(loadConfig(undefined, { ...ENV_CREDENTIALS, B2B_PASSWORD_FILE: file('pw', 'x') }));
     assert.deepEqual(problems, ['credentials.password (B2B_PASSWORD): set only one of password and passwordFile (B2B_PASSWORD_FILE)']);

@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { parse } from 'yaml';
 import { createMetrics, createRegistry } from '../../src/observability/metrics.js';
@@ -96,10 +100,43 @@ describe('dashboard and alert rules', () => {
     ]) assert.ok(used.has(name), `${name} is used somewhere`);
   });
 
+  it('names in docs/runbook.md and docs/troubleshooting.md only metrics the sidecar exports', async () => {
+    const exported = await exportedNames();
+    const named = new Set([...read('docs/runbook.md').matchAll(/\bb2b_sidecar_[a-z_]+/g), ...read('docs/troubleshooting.md').matchAll(/\bb2b_sidecar_[a-z_]+/g)].map((m) => m[0]));
+    assert.ok(named.size >= 4, 'the extraction found the metrics the runbook names');
+    assert.deepEqual([...named].filter((n) => !exported.has(n)), []);
+  });
+
+  it('the runbook\'s lines make every runbook_url absolute for a base URL, change nothing else, and promtool accepts the result', () => {
+    const block = /## Links to this runbook[\s\S]*?```sh\n([\s\S]*?)```/.exec(read('docs/runbook.md'))?.[1];
+    assert.ok(block, 'docs/runbook.md has the sh block under "Links to this runbook"');
+    const base = 'https://docs.example.net/b2b-sidecar/v9/';
+    // Run as written, from a folder that has the repository's deploy/ (the npm package has it too).
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-runbook-url-'));
+    try {
+      symlinkSync(fileURLToPath(new URL('deploy', root)), join(dir, 'deploy'));
+      const script = block.replace(/^RUNBOOK_BASE=.*$/m, `RUNBOOK_BASE=${base}`);
+      const run = spawnSync('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
+      assert.equal(run.status, 0, `${run.stdout}${run.stderr} (promtool: Debian's prometheus package)`);
+      const out = parse(readFileSync(join(dir, 'b2b-sidecar-alerts.yaml'), 'utf8')) as { groups: Array<{ rules: Rule[] }> };
+      const outRules = out.groups.flatMap((g) => g.rules);
+      assert.equal(outRules.length, allRules.length);
+      outRules.forEach((rule, i) => {
+        if (!rule.alert) return assert.deepEqual(rule, allRules[i]);
+        assert.equal(rule.annotations?.runbook_url, `${base}docs/runbook.md#${rule.alert.toLowerCase()}`);
+        const { runbook_url: _a, ...rest } = rule.annotations ?? {};
+        const { runbook_url: _b, ...original } = allRules[i]!.annotations ?? {};
+        assert.deepEqual({ ...rule, annotations: rest }, { ...allRules[i], annotations: original }, rule.alert);
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('gives every alert a severity, summary, description and runbook', () => {
     assert.deepEqual(rules.map((r) => r.alert).sort(), [
       'B2BSidecarAttachSuspect', 'B2BSidecarClientCertificateExpiring', 'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
-      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenRenewalOverdue', 'B2BSidecarTokenSuperseded', 'B2BSidecarTokenTooOld', 'B2BSidecarUpstreamUnauthorizedSpike',
+      'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenRenewalOverdue', 'B2BSidecarTokenSuperseded', 'B2BSidecarUpstreamUnauthorizedSpike',
     ]);
     for (const rule of rules) {
       assert.match(rule.labels?.severity ?? '', /^(critical|warning)$/, rule.alert);

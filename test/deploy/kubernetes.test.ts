@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, join, posix } from 'node:path';
+import { basename, dirname, join, posix, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { parse, parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { ServiceMonitor, type IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
 import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import { NetworkPolicy, type INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
@@ -16,28 +16,24 @@ import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IProbe } from 'kubernetes-models/v1/Probe';
 import type { Config } from '../../src/config/schema.js';
 import { loadConfig } from '../../src/config/load-config.js';
+import { kubectlVersion, kustomize, render, type Manifest } from '../helpers/kustomize.js';
 
 /**
  * deploy/kubernetes: every manifest validated against the Kubernetes (and prometheus-operator)
  * schemas, every field checked against the API types, and the Deployment's probes, ports, mounts
  * and grace period checked against the config the manifests ship (sidecar.yaml, loaded through
- * the real loader). kustomize is emulated for the features the directory uses (resources,
- * configMapGenerator, components with JSON 6902 patches) so the test needs no kubectl.
+ * the real loader). Rendered by the real kustomize (`kubectl kustomize`, test/helpers/kustomize.ts
+ * says which binary and where it comes from), so what is asserted is what `kubectl apply -k` applies.
  */
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const K8S = join(repo, 'deploy/kubernetes');
 const COMPONENTS = ['components/servicemonitor', 'components/pre-1.29'] as const;
 const SIDECAR = 'b2b-sidecar';
 
-type Manifest = { apiVersion: string; kind: string; metadata: { name: string; labels?: Record<string, string> } } & Record<string, unknown>;
-/** A JSON 6902 patch given inline (`patch`), or a strategic merge patch file (`path`). */
-interface Patch { target: { group?: string; version?: string; kind: string; name: string }; patch?: string; path?: string }
 interface Kustomization {
   kind: string;
   resources?: string[];
   components?: string[];
-  configMapGenerator?: Array<{ name: string; files?: string[] }>;
-  patches?: Patch[];
   images?: Array<{ name: string; newName?: string; newTag?: string }>;
 }
 
@@ -53,110 +49,30 @@ function readKustomization(dir: string): Kustomization {
   return parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization;
 }
 
-// ---- a JSON Patch (RFC 6902) subset: what kustomize applies for `patches:` given as a list ----
-type Op = { op: 'test' | 'add' | 'remove' | 'replace' | 'move'; path: string; from?: string; value?: unknown };
-
-function pointer(path: string): string[] {
-  assert.ok(path.startsWith('/'), `JSON pointer ${path}`);
-  return path.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
-function locate(doc: unknown, path: string): { parent: Record<string, unknown> | unknown[]; key: string } {
-  const parts = pointer(path);
-  const key = parts.pop()!;
-  let parent: unknown = doc;
-  for (const part of parts) {
-    parent = Array.isArray(parent) ? parent[Number(part)] : (parent as Record<string, unknown> | undefined)?.[part];
-    assert.ok(parent !== null && typeof parent === 'object', `JSON patch: ${path} has no parent`);
-  }
-  return { parent: parent as Record<string, unknown> | unknown[], key };
-}
-
-function getAt(doc: unknown, path: string): unknown {
-  const { parent, key } = locate(doc, path);
-  const value = Array.isArray(parent) ? parent[Number(key)] : parent[key];
-  assert.ok(value !== undefined, `JSON patch: nothing at ${path}`);
-  return value;
-}
-
-function removeAt(doc: unknown, path: string): unknown {
-  const value = getAt(doc, path);
-  const { parent, key } = locate(doc, path);
-  if (Array.isArray(parent)) parent.splice(Number(key), 1);
-  else delete parent[key];
-  return value;
-}
-
-function addAt(doc: unknown, path: string, value: unknown): void {
-  const { parent, key } = locate(doc, path);
-  if (Array.isArray(parent)) parent.splice(key === '-' ? parent.length : Number(key), 0, value);
-  else parent[key] = value;
-}
-
-function applyPatch(doc: unknown, ops: Op[]): void {
-  for (const op of ops) {
-    if (op.op === 'test') assert.deepEqual(getAt(doc, op.path), op.value, `JSON patch test ${op.path}`);
-    else if (op.op === 'remove') removeAt(doc, op.path);
-    else if (op.op === 'add') addAt(doc, op.path, structuredClone(op.value));
-    else if (op.op === 'replace') { removeAt(doc, op.path); addAt(doc, op.path, structuredClone(op.value)); }
-    else if (op.op === 'move') addAt(doc, op.path, removeAt(doc, op.from!));
-    else assert.fail(`unsupported JSON patch op ${String((op as Op).op)}`);
-  }
-}
+const tmp = mkdtempSync(join(tmpdir(), 'b2b-deploy-k8s-'));
+after(() => rmSync(tmp, { recursive: true, force: true }));
 
 /**
- * A strategic merge patch as kustomize applies it to the parts these manifests use: maps merge
- * key by key, lists of named objects (containers, volumes, ports) merge by `name` (new names are
- * appended, existing ones merged), other lists and scalars are replaced. The patch's own
- * metadata.name is ignored (the target is chosen by `target`).
+ * A kustomization of its own in `tmp`; `resources` and `components` may name folders by absolute
+ * path (made relative: kustomize refuses absolute ones), files it names are copied there (kustomize
+ * reads no file outside its folder).
  */
-function strategicMerge(into: Record<string, unknown>, patch: Record<string, unknown>, top = true): void {
-  for (const [key, value] of Object.entries(patch)) {
-    if (top && (key === 'metadata' || key === 'apiVersion' || key === 'kind')) continue;
-    const current = into[key];
-    if (Array.isArray(value) && Array.isArray(current) && value.every((v) => v && typeof v === 'object' && 'name' in v)) {
-      for (const item of value as Array<Record<string, unknown>>) {
-        const same = (current as Array<Record<string, unknown>>).find((c) => c.name === item.name);
-        if (same) strategicMerge(same, item, false);
-        else current.push(structuredClone(item));
-      }
-    } else if (value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object' && !Array.isArray(current)) {
-      strategicMerge(current as Record<string, unknown>, value as Record<string, unknown>, false);
-    } else {
-      into[key] = structuredClone(value);
-    }
-  }
+function overlay(name: string, kustomization: Record<string, unknown> & { resources?: string[]; components?: string[] }, files: Record<string, string> = {}): string {
+  const dir = join(tmp, name);
+  mkdirSync(dir, { recursive: true });
+  const rel = (paths: string[] | undefined) => paths?.map((p) => (p.startsWith('/') ? relative(dir, p) : p));
+  kustomization = { ...kustomization, resources: rel(kustomization.resources) ?? [], ...(kustomization.components ? { components: rel(kustomization.components) } : {}) };
+  writeFileSync(join(dir, 'kustomization.yaml'), stringify(kustomization));
+  for (const [file, text] of Object.entries(files)) writeFileSync(join(dir, file), text);
+  return dir;
 }
 
-function matchesTarget(m: Manifest, t: Patch['target']): boolean {
-  const [group, version] = m.apiVersion.includes('/') ? m.apiVersion.split('/') : ['', m.apiVersion];
-  return m.kind === t.kind && m.metadata.name === t.name
-    && (t.group === undefined || t.group === group) && (t.version === undefined || t.version === version);
-}
-
-/** `kustomize build` for what these directories use: resources, configMapGenerator, components, patches. */
-function render(dir: string, components: readonly string[] = []): Manifest[] {
-  const k = readKustomization(dir);
-  const out: Manifest[] = [];
-  for (const resource of k.resources ?? []) out.push(...readDocs(join(dir, resource)));
-  for (const gen of k.configMapGenerator ?? []) {
-    const data: Record<string, string> = {};
-    for (const file of gen.files ?? []) data[basename(file)] = readFileSync(join(dir, file), 'utf8');
-    out.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: gen.name }, data });
-  }
-  for (const component of [...(k.components ?? []), ...components]) {
-    const cdir = join(dir, component);
-    const c = readKustomization(cdir);
-    assert.equal(c.kind, 'Component', `${component} is a kustomize Component`);
-    for (const resource of c.resources ?? []) out.push(...readDocs(join(cdir, resource)));
-    for (const p of c.patches ?? []) {
-      const targets = out.filter((m) => matchesTarget(m, p.target));
-      assert.equal(targets.length, 1, `${component}: the patch target ${p.target.kind}/${p.target.name} exists once`);
-      if (p.path !== undefined) strategicMerge(targets[0]!, readDocs(join(cdir, p.path))[0]!);
-      else applyPatch(targets[0], parse(p.patch!) as Op[]);
-    }
-  }
-  return out;
+/** deploy/kubernetes as shipped, or with optional components enabled by an overlay (as a user enables them). */
+function renderK8s(components: readonly string[] = []): Manifest[] {
+  if (components.length === 0) return render(K8S);
+  return render(overlay(`with-${components.map((c) => basename(c)).join('-')}`, {
+    apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [K8S], components: components.map((c) => join(K8S, c)),
+  }));
 }
 
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -194,7 +110,7 @@ function only<T>(manifests: Manifest[], kind: string): T {
   return found[0] as unknown as T;
 }
 
-const base = render(K8S);
+const base = renderK8s();
 const secretExample = readDocs(join(K8S, 'secret.example.yaml'));
 const deployment = only<IDeployment>(base, 'Deployment');
 const pod = deployment.spec!.template;
@@ -203,9 +119,6 @@ const sidecar = (podSpec.initContainers ?? []).find((c) => c.name === SIDECAR)!;
 const app = podSpec.containers.find((c) => c.name !== SIDECAR)!;
 const raw = parse(readFileSync(join(K8S, 'sidecar.yaml'), 'utf8')) as { credentials: { apiKeyFile: string; passwordFile: string } };
 let config: Config;
-
-const tmp = mkdtempSync(join(tmpdir(), 'b2b-deploy-k8s-'));
-after(() => rmSync(tmp, { recursive: true, force: true }));
 
 before(async () => {
   // The credential paths point into the pod; stand-in files through the *_FILE env vars.
@@ -250,7 +163,7 @@ describe('deploy/kubernetes: schemas', () => {
 
   for (const component of COMPONENTS) {
     it(`renders with ${component}, every object valid`, () => {
-      validateAll(render(K8S, [component]));
+      validateAll(renderK8s([component]));
     });
   }
 
@@ -258,7 +171,8 @@ describe('deploy/kubernetes: schemas', () => {
     // kubernetes-models' validate() accepts unknown keys, so a typo such as `restartPolicyy` would
     // pass it; an object literal checked with `satisfies` against the API interface does not.
     const variants: Array<[string, Manifest[]]> = [['base', base], ['secret.example.yaml', secretExample],
-      ...COMPONENTS.map((c): [string, Manifest[]] => [c, render(K8S, [c])])];
+      ...COMPONENTS.map((c): [string, Manifest[]] => [c, renderK8s([c])]),
+      ['components/add-to-deployment on test/fixtures/k8s-existing-app', render(join(repo, 'test/fixtures/k8s-existing-app'))]];
     const imports = new Map<string, string>();
     const body: string[] = [];
     let n = 0;
@@ -311,7 +225,7 @@ describe('deploy/kubernetes: agreement with sidecar.yaml', () => {
     assert.deepEqual(probeTarget(sidecar, sidecar.startupProbe), { path: '/healthz', port });
     assert.deepEqual(probeTarget(sidecar, sidecar.livenessProbe), { path: '/healthz', port });
     assert.deepEqual(probeTarget(sidecar, sidecar.readinessProbe), { path: '/readyz', port });
-    assert.deepEqual(sidecar.ports?.map((p) => [p.name, p.containerPort]), [['metrics', port]], 'only the admin port is declared');
+    assert.deepEqual(sidecar.ports?.map((p) => [p.name, p.containerPort]), [['b2b-admin', port]], 'only the admin port is declared, named for the sidecar (port names are unique in a pod)');
   });
 
   it('reads its config from the generated ConfigMap, mounted where --config points', () => {
@@ -379,9 +293,9 @@ describe('deploy/kubernetes: agreement with sidecar.yaml', () => {
     assert.equal(url, `http://127.0.0.1:${config.listen.port}`);
   });
 
-  it('maps every image of the Deployment in the kustomization', () => {
-    const mapped = new Set((readKustomization(K8S).images ?? []).map((i) => i.name));
-    for (const c of [...podSpec.containers, ...(podSpec.initContainers ?? [])]) assert.ok(mapped.has(c.image!), `images: entry for ${c.image}`);
+  it('resolves every image of the Deployment through the kustomization\'s images: list', () => {
+    const mapped = new Set((readKustomization(K8S).images ?? []).map((i) => `${i.newName}:${i.newTag}`));
+    for (const c of [...podSpec.containers, ...(podSpec.initContainers ?? [])]) assert.ok(mapped.has(c.image!), `${c.name}: ${c.image} comes from an images: entry`);
   });
 });
 
@@ -403,7 +317,7 @@ describe('deploy/kubernetes: Prometheus and network', () => {
   });
 
   it('has a ServiceMonitor (component) that selects that Service and port, and drops the scrape annotation', () => {
-    const rendered = render(K8S, ['components/servicemonitor']);
+    const rendered = renderK8s(['components/servicemonitor']);
     const monitor = only<IServiceMonitor>(rendered, 'ServiceMonitor');
     const service = only<IService>(rendered, 'Service');
     assert.ok(selects(monitor.spec.selector.matchLabels, service.metadata?.labels));
@@ -431,7 +345,7 @@ describe('deploy/kubernetes: Prometheus and network', () => {
 });
 
 describe('deploy/kubernetes: components/pre-1.29', () => {
-  const rendered = render(K8S, ['components/pre-1.29']);
+  const rendered = renderK8s(['components/pre-1.29']);
   const spec = only<IDeployment>(rendered, 'Deployment').spec!.template.spec!;
   const moved = spec.containers[0]!;
 
@@ -465,31 +379,99 @@ describe('deploy/kubernetes: components/pre-1.29', () => {
   });
 });
 
-describe('deploy/kubernetes: components/add-to-deployment (the sidecar added to an existing Deployment)', () => {
-  const overlay = join(repo, 'test/fixtures/k8s-existing-app');
-  const rendered = render(overlay);
-  const mine = rendered.find((m) => m.kind === 'Deployment')!;
-  const example = render(K8S).find((m) => m.kind === 'Deployment')! as unknown as { spec: { template: { spec: { initContainers: unknown[]; volumes: unknown[] } } } };
-  const spec = (mine as unknown as { spec: { template: { spec: Record<string, unknown> & { containers: Array<{ name: string }>; initContainers: Array<{ name: string }>; volumes: Array<{ name: string }>; securityContext: Record<string, unknown> } } } }).spec.template.spec;
 
-  it('adds the sidecar, exactly as the example runs it, to the user\'s own Deployment and creates nothing of the example app', () => {
-    assert.equal(mine.metadata.name, 'my-app');
-    assert.deepEqual(rendered.map((m) => `${m.kind}/${m.metadata.name}`).sort(), ['ConfigMap/b2b-sidecar-config', 'Deployment/my-app']);
-    assert.deepEqual(spec.initContainers.map((c) => c.name), ['migrate', SIDECAR], 'the user\'s init container stays first');
-    assert.deepEqual(spec.initContainers[1], example.spec.template.spec.initContainers[0]);
-    assert.ok(example.spec.template.spec.volumes.every((v) => spec.volumes.some((w) => JSON.stringify(w) === JSON.stringify(v))));
+describe('deploy/kubernetes: components/add-to-deployment onto an existing app (test/fixtures/k8s-existing-app)', () => {
+  const FIXTURE = join(repo, 'test/fixtures/k8s-existing-app');
+  const COMPONENT = join(K8S, 'components/add-to-deployment');
+  const rendered = render(FIXTURE);
+  const mine = only<IDeployment>(rendered, 'Deployment');
+  const spec = mine.spec!.template.spec!;
+  const original = readDocs(join(FIXTURE, 'my-app.yaml'))[0] as unknown as IDeployment;
+  const originalSpec = original.spec!.template.spec!;
+  const added = (spec.initContainers ?? []).find((c) => c.name === SIDECAR)!;
+  const appConfig = parse(readFileSync(join(FIXTURE, 'sidecar.yaml'), 'utf8')) as { listen: { port: number }; admin: { port: number } };
+
+  it('renders with the real kustomize (kubectl kustomize, kustomize v5)', (t) => {
+    const v = kubectlVersion();
+    t.diagnostic(`kubectl ${v.kubectl}, kustomize ${v.kustomize}, ${v.path}`);
+    assert.match(v.kustomize, /^v[5-9]\./, 'components and replacements need kustomize v5 (kubectl 1.27+)');
   });
 
-  it('leaves the user\'s containers, volumes and pod settings as they were, adding fsGroup for the Secret files', () => {
-    const original = readDocs(join(overlay, 'my-app.yaml'))[0] as unknown as { spec: { template: { spec: typeof spec } } };
-    assert.deepEqual(spec.containers, original.spec.template.spec.containers);
-    assert.deepEqual(spec.volumes.slice(0, original.spec.template.spec.volumes.length), original.spec.template.spec.volumes);
-    assert.equal(spec.securityContext.fsGroup, 65532);
-    assert.equal(spec.securityContext.runAsNonRoot, true, 'the user\'s own pod securityContext is kept');
-    assert.equal(spec.serviceAccountName, 'my-app');
-  });
-
-  it('validates as a Kubernetes Deployment', () => {
+  it('adds the sidecar, exactly as the example runs it, to a Deployment of another name, and nothing of the example app', () => {
+    assert.equal(mine.metadata?.name, 'orders-service');
+    assert.deepEqual(rendered.map((m) => m.kind).sort(), ['ConfigMap', 'Deployment']);
+    assert.match(only<Manifest>(rendered, 'ConfigMap').metadata.name, /^b2b-sidecar-config-[a-z0-9]+$/);
+    assert.deepEqual(added, sidecar, 'the same init container as deploy/kubernetes/deployment.yaml (image resolved the same way)');
+    for (const volume of podSpec.volumes ?? []) {
+      if (volume.name.startsWith(SIDECAR)) assert.deepEqual(spec.volumes?.find((v) => v.name === volume.name), volume);
+    }
+    // kustomize puts the patch's list items first: the sidecar starts before the app's own init
+    // containers, which can then use it too (README.md of the component says so).
+    assert.deepEqual((spec.initContainers ?? []).map((c) => c.name), [SIDECAR, 'migrate']);
     assert.doesNotThrow(() => new Deployment(mine as never).validate());
+  });
+
+  it('keeps the app\'s fsGroup (2000), pod securityContext, containers, volumes (its own "config" too), init containers and annotations', () => {
+    assert.deepEqual(spec.securityContext, originalSpec.securityContext);
+    assert.equal(spec.securityContext?.fsGroup, 2000);
+    assert.deepEqual(spec.containers, originalSpec.containers);
+    for (const volume of originalSpec.volumes ?? []) assert.deepEqual(spec.volumes?.find((v) => v.name === volume.name), volume, volume.name);
+    assert.deepEqual(spec.initContainers?.find((c) => c.name === 'migrate'), originalSpec.initContainers?.[0]);
+    assert.equal(spec.serviceAccountName, 'orders-service');
+    const annotations = mine.spec!.template.metadata?.annotations ?? {};
+    assert.equal(annotations['example.com/team'], 'payments');
+    assert.deepEqual(mine.spec!.selector, original.spec!.selector);
+    assert.deepEqual(mine.spec!.template.metadata?.labels, original.spec!.template.metadata?.labels);
+  });
+
+  it('reads the Secret files through the pod\'s fsGroup: group-readable only, mounted by the sidecar alone', () => {
+    const credentials = spec.volumes?.find((v) => v.secret?.secretName === 'b2b-sidecar-credentials');
+    assert.equal(credentials?.secret?.defaultMode, 0o440, 'readable by the fsGroup every container of the pod gets as a supplementary group');
+    assert.ok(!spec.containers.some((c) => (c.volumeMounts ?? []).some((m) => m.name === credentials?.name)), 'the app never mounts the credentials');
+  });
+
+  it('takes no port the app uses (an app on 8080, Tomcat\'s and Spring\'s default) and the app\'s base URL is the sidecar\'s listen port', () => {
+    assert.notEqual(appConfig.listen.port, 8080);
+    const appPorts = [...spec.containers, ...(spec.initContainers ?? []).filter((c) => c.name !== SIDECAR)].flatMap((c) => (c.ports ?? []).map((p) => p.containerPort));
+    assert.ok(appPorts.includes(8080));
+    for (const port of [appConfig.listen.port, appConfig.admin.port]) assert.ok(!appPorts.includes(port), `the sidecar's ${port} is free in the pod`);
+    const names = [...spec.containers, ...(spec.initContainers ?? [])].flatMap((c) => (c.ports ?? []).map((p) => p.name));
+    assert.equal(new Set(names).size, names.length, 'port names are unique in the pod (the app has its own "metrics")');
+    const url = spec.containers[0]!.env?.find((e) => e.name === 'B2B_SERVICE_URL')?.value;
+    assert.equal(url, `http://127.0.0.1:${appConfig.listen.port}`);
+    assert.equal(readFileSync(join(FIXTURE, 'sidecar.yaml'), 'utf8'), readFileSync(join(K8S, 'sidecar.yaml'), 'utf8'), 'the fixture\'s copy is the shipped sidecar.yaml');
+  });
+
+  it('resolves the sidecar\'s image from the overlay\'s images: entry, and adds the scrape annotations for the admin port', () => {
+    const entry = readKustomization(FIXTURE).images?.find((i) => i.name === SIDECAR);
+    assert.ok(entry, 'the overlay maps the image');
+    assert.equal(added.image, `${entry.newName}:${entry.newTag}`);
+    const annotations = mine.spec!.template.metadata?.annotations ?? {};
+    assert.equal(annotations['prometheus.io/scrape'], 'true');
+    assert.equal(annotations['prometheus.io/port'], String(appConfig.admin.port));
+    assert.equal(annotations['prometheus.io/path'], '/metrics');
+  });
+
+  it('stops with an error, instead of rendering nothing or everything, when the kustomization has no Deployment or two', () => {
+    const app = readFileSync(join(FIXTURE, 'my-app.yaml'), 'utf8');
+    const files = { 'sidecar.yaml': readFileSync(join(K8S, 'sidecar.yaml'), 'utf8'), 'my-app.yaml': app, 'worker.yaml': app.replaceAll('orders-service', 'orders-worker') };
+    const base = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', components: [COMPONENT], configMapGenerator: [{ name: 'b2b-sidecar-config', files: ['sidecar.yaml'] }] };
+    const none = kustomize(overlay('no-deployment', { ...base, resources: [] }, files));
+    assert.match(none.error ?? 'rendered', /nothing selected by Deployment\.v1\.apps/);
+    const two = kustomize(overlay('two-deployments', { ...base, resources: ['my-app.yaml', 'worker.yaml'] }, files));
+    assert.match(two.error ?? 'rendered', /multiple matches for selector Deployment\.v1\.apps/);
+    const one = kustomize(overlay('one-deployment', { ...base, resources: ['worker.yaml'] }, files));
+    assert.equal(one.error, undefined);
+  });
+
+  it('is shown in its README.md with the fixture\'s kustomization, and both kustomize errors are explained there', () => {
+    const readme = readFileSync(join(COMPONENT, 'README.md'), 'utf8');
+    const block = /```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(block, 'README.md has the yaml block');
+    const shown = parse(block) as Record<string, unknown>;
+    const fixture = readKustomization(FIXTURE) as unknown as Record<string, unknown>;
+    assert.deepEqual({ ...shown, components: undefined }, { ...fixture, components: undefined });
+    assert.match(String((shown.components as string[])[0]), /deploy\/kubernetes\/components\/add-to-deployment$/);
+    assert.ok(readme.includes('nothing selected by Deployment.v1.apps') && readme.includes('multiple matches for selector Deployment.v1.apps'));
   });
 });

@@ -92,6 +92,16 @@ describe('systemd unit', () => {
     assert.deepEqual(unit.get('Unit')?.get('Documentation'), ['file:/usr/lib/node_modules/b2b-sidecar/README.md']);
   });
 
+  it('suggests no install path under a home directory, which ProtectHome=yes hides from the service', () => {
+    assert.equal(value('ProtectHome'), 'yes');
+    const comments = unitText.split('\n').filter((l) => l.startsWith('#')).join(' ');
+    for (const m of comments.matchAll(/(~\/|\/home\/|\/root\/)\S*/g)) {
+      // Only ever named as a place that does not work.
+      const around = comments.slice(Math.max(0, m.index - 200), m.index + 200);
+      assert.match(around, /ProtectHome=yes hides/, `a home path offered as an install location: ${m[0]}`);
+    }
+  });
+
   it('passes the credentials with LoadCredential= and points the *_FILE env vars at the copies', () => {
     assert.deepEqual(values('LoadCredential').sort(), ['api-key:/etc/b2b-sidecar/api-key', 'password:/etc/b2b-sidecar/password']);
     const env = values('Environment');
@@ -108,12 +118,12 @@ describe('systemd unit', () => {
     assert.equal(line[1], '/etc/b2b-sidecar/sidecar.yaml');
     const documented = [...line[0].matchAll(/LoadCredential=(\S+)/g)].map((m) => m[1]!).sort();
     assert.deepEqual(documented, values('LoadCredential').sort());
-    // What systemd-run hands over: the config (no credential keys) and the copies, nothing else.
+    // What systemd-run hands over: the config installed as the unit's comment says (the shipped
+    // example, whose credential files are not where systemd puts its copies) and the copies.
     const credentials = join(dir, 'credentials');
     mkdirSync(credentials, { recursive: true });
     for (const entry of documented) writeFileSync(join(credentials, entry.split(':')[0]!), `value-of-${entry.split(':')[0]}-123`);
-    const config = join(dir, 'doctor.yaml');
-    writeFileSync(config, 'service: { baseUrl: "https://api.example.com" }\n');
+    const config = new URL('../../config/sidecar.example.yaml', import.meta.url).pathname;
     const loaded = await loadConfig(config, { CREDENTIALS_DIRECTORY: credentials });
     assert.equal(loaded.credentials.apiKeyFile, join(credentials, 'api-key'));
     assert.equal(loaded.credentials.passwordFile, join(credentials, 'password'));

@@ -33,6 +33,45 @@ function sourceApi(): { names: Set<string>; files: Set<string> } {
   return { names, files };
 }
 
+/** Every file of src/ as one text, string escapes (`\'`) undone, so a quoted message is found as an operator reads it. */
+function sourceText(): string {
+  const parts: string[] = [];
+  const walk = (dir: URL) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.isDirectory()) walk(new URL(`${entry.name}/`, dir));
+      else if (entry.name.endsWith('.ts')) parts.push(readFileSync(new URL(entry.name, dir), 'utf8'));
+    }
+  };
+  walk(new URL('src/', ROOT));
+  return parts.join('\n').replace(/\\(['"`\\])/g, '$1');
+}
+
+/** Inline code spans of a Markdown text (they may wrap over a line break). */
+function codeSpans(md: string): string[] {
+  return [...md.replace(/^```[\s\S]*?^```$/gm, '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!.replace(/\s*\n\s*/g, ' '));
+}
+
+/** The code spans in the first column of every table row: the messages the guide explains. */
+function messageColumn(md: string): string[] {
+  return md.split('\n').filter((l) => l.startsWith('| ') && !/^\|[\s|:-]+\|$/.test(l))
+    .flatMap((l) => codeSpans(l.split(' | ')[0]!))
+    .filter((span) => /[a-z]{2,} [a-z]{2,}/i.test(span));
+}
+
+/** A runbook code span that quotes the sidecar (words, not a command, a setting or a metric). */
+function isQuotedMessage(span: string): boolean {
+  return /[a-z]{2,} [a-z]{2,}/i.test(span) && !/^(b2b-sidecar|kubectl|systemctl|curl|getent|npm|GET|POST) /.test(span) && !/^[\w.]+: /.test(span);
+}
+
+/**
+ * The parts of a quoted message that must appear in src/ as written: what lies between the
+ * guide's stand-ins for variable parts (`…`, a number `N`, and the example values it shows for the
+ * egress proxy: `http://…`, `(service.proxy)`, `host:port`).
+ */
+function messageParts(span: string): string[] {
+  return span.split(/http:\/\/…|\(service\.proxy\)|host:port|…|\bN\b/).map((s) => s.trim()).filter((s) => s.length >= 5);
+}
+
 /** Code spans that are HTTP header names, not types. */
 const HEADER_NAMES = new Set(['Connection', 'Expect', 'Trailer', 'Host', 'Location', 'Authorization', 'ApiKey']);
 
@@ -66,6 +105,28 @@ describe('operator documentation kept true by the code', () => {
     assert.deepEqual(missing, [], 'add these to docs/troubleshooting.md (symptom → cause → action)');
   });
 
+  it('troubleshooting.md and runbook.md quote only messages that exist in src/ (each part between … found as written)', () => {
+    const source = sourceText();
+    const quoted = [
+      ...messageColumn(read('docs/troubleshooting.md')).map((span) => ['docs/troubleshooting.md', span] as const),
+      ...codeSpans(read('docs/runbook.md')).filter(isQuotedMessage).map((span) => ['docs/runbook.md', span] as const),
+    ];
+    assert.ok(quoted.length > 60, `only ${quoted.length} quoted messages found: the extraction broke`);
+    const missing = quoted.flatMap(([file, span]) => messageParts(span).filter((part) => !source.includes(part)).map((part) => `${file}: "${part}" (in \`${span}\`)`));
+    assert.deepEqual(missing, [], 'these quoted texts are not in src/: fix the quote or the code');
+  });
+
+  it('troubleshooting.md and runbook.md name only configuration keys that exist', () => {
+    // The README's configuration table is generated from the schema (test/config/readme-table.test.ts).
+    const keys = new Set([...read('README.md').matchAll(/^\| `([a-zA-Z]+\.[a-zA-Z.]+)` \|/gm)].map((m) => m[1]!));
+    assert.ok(keys.size > 40, `only ${keys.size} keys found in the README table`);
+    const named = ['docs/troubleshooting.md', 'docs/runbook.md'].flatMap((file) => codeSpans(read(file))
+      .flatMap((span) => span.match(/\b(?:service|credentials|token|proxy|guard|admin|listen|log|shutdown|localization|upstream)\.[a-zA-Z]+\b/g) ?? [])
+      .map((key) => [file, key] as const));
+    assert.ok(named.length > 20, 'the extraction found the keys');
+    assert.deepEqual(named.filter(([, key]) => !keys.has(key)).map(([file, key]) => `${file}: ${key}`), []);
+  });
+
   it('every alert links its own runbook section, and every runbook section is an alert', () => {
     const rules = (parse(read('deploy/prometheus/alerts.yaml')) as { groups: Array<{ rules: Array<{ alert?: string; annotations?: Record<string, string> }> }> })
       .groups.flatMap((g) => g.rules).filter((r) => r.alert);
@@ -75,6 +136,28 @@ describe('operator documentation kept true by the code', () => {
       assert.ok(headings.includes(rule.alert!), `docs/runbook.md has no section ${rule.alert}`);
     }
     assert.deepEqual(headings.sort(), rules.map((r) => r.alert!).sort());
+  });
+
+  it('the runbook\'s timing table gives every alert its `for:` and says how long it outlives its cause from its expression\'s window', () => {
+    const rules = (parse(read('deploy/prometheus/alerts.yaml')) as { groups: Array<{ rules: Array<{ alert?: string; expr: string; for?: string }> }> })
+      .groups.flatMap((g) => g.rules).filter((r) => r.alert);
+    const section = read('docs/runbook.md').split('## When alerts fire and clear')[1]?.split('\n## ')[0] ?? '';
+    const rows = new Map(section.split('\n').filter((l) => l.startsWith('| B2BSidecar'))
+      .map((l) => l.split(' | ').map((c) => c.replace(/^\| | \|$/g, '')) as [string, string, string]).map(([a, f, c]) => [a, { fires: f, clears: c }]));
+    assert.deepEqual([...rows.keys()].sort(), rules.map((r) => r.alert!).sort(), 'one row per alert');
+    const minutes = (d: string) => Number(/^(\d+)m$/.exec(d)?.[1]);
+    for (const rule of rules) {
+      const row = rows.get(rule.alert!)!;
+      if (rule.for) assert.ok(row.fires.includes(`\`for: ${rule.for}\``), `${rule.alert}: fires names for: ${rule.for}`);
+      else assert.doesNotMatch(row.fires, /for:/, rule.alert);
+      const windows = [...rule.expr.matchAll(/\[(\d+m)\]/g)].map((m) => m[1]!);
+      if (windows.length === 0) {
+        assert.match(row.clears, /^at once/, `${rule.alert}: no window, so it clears at once`);
+      } else {
+        const widest = windows.sort((a, b) => minutes(b) - minutes(a))[0]!;
+        assert.ok(row.clears.startsWith(`up to ${minutes(widest)} min`) && row.clears.includes(`[${widest}]`), `${rule.alert}: clears up to its [${widest}] window`);
+      }
+    }
   });
 
   it('the link checker of npm test (remark-validate-links) fails on a broken relative link or anchor', () => {

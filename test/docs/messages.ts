@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
  * test/docs/troubleshooting.test.ts checks that each one is explained there. The extraction points
  * are listed here; a new place that writes an error body belongs in this list.
  */
-const SOURCES: ReadonlyArray<{ file: string; returns?: boolean }> = [
+const SOURCES: ReadonlyArray<{ file: string; returns?: boolean; literals?: RegExp }> = [
   { file: 'src/proxy/proxy-handler.ts' },
   { file: 'src/proxy/listener.ts' },
   { file: 'src/proxy/request-protocol.ts' },
@@ -15,8 +15,12 @@ const SOURCES: ReadonlyArray<{ file: string; returns?: boolean }> = [
   { file: 'src/observability/admin.ts' },
   // /readyz and /healthz reasons are returned by these functions.
   { file: 'src/token/token-manager.ts', returns: true },
+  { file: 'src/token/failure-reasons.ts', returns: true },
   { file: 'src/sidecar.ts' },
   { file: 'src/localization/localization-part.ts' },
+  // /readyz shows a gentoken answer of the `http` cause in the token client's own words: every
+  // literal there that starts so (the bare status, a redirect, the mutual-TLS pages).
+  { file: 'src/token/token-client.ts', literals: /^auth server answered/ },
 ];
 
 const LITERAL = /'((?:\\.|[^'\\])*)'|`((?:\\.|[^`\\])*)`/g;
@@ -42,9 +46,15 @@ export function sidecarMessages(root: URL): Map<string, string> {
     // Words, not identifiers or single tokens: a message has at least two words.
     if (text.length >= 8 && /[a-z] [a-z]/i.test(text)) out.set(text, file);
   };
-  for (const { file, returns } of SOURCES) {
+  for (const { file, returns, literals } of SOURCES) {
     const src = readFileSync(new URL(file, root), 'utf8');
     for (const re of SITES) for (const m of src.matchAll(re)) add(fixedPart(m[1]!.slice(1, -1)), file);
+    if (literals) {
+      for (const lit of src.matchAll(LITERAL)) {
+        const text = fixedPart(lit[1] ?? lit[2]!);
+        if (literals.test(text)) add(text, file);
+      }
+    }
     // A raw refusal whose message is chosen by a condition: every literal in the call.
     for (const call of src.matchAll(/\brawAnswer\(socket, status, ([^\n]*)\);/g)) {
       for (const lit of call[1]!.matchAll(LITERAL)) add(fixedPart(lit[1] ?? lit[2]!), file);

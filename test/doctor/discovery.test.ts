@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { stringify } from 'yaml';
 import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
-import { MAX_DISCOVERY_REQUESTS, headersNamedIn, parseTry, unknownToken } from '../../src/doctor/attach-discovery.js';
+import { MAX_DISCOVERY_REQUESTS, headersNamedIn, parseTry } from '../../src/doctor/attach-discovery.js';
+import { unknownToken } from '../../src/doctor/decoy-token.js';
+import { haltOf } from '../../src/doctor/discovery-halt.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { captureIo } from '../helpers/command-io.js';
@@ -20,7 +22,8 @@ let configs = 0;
 
 function configFor(vendor: Vendor, extra: Record<string, unknown> = {}): string {
   const file = join(dir, `sidecar-${++configs}.yaml`);
-  writeFileSync(file, stringify({ service: { baseUrl: vendor.url, caFile: tls.caFile }, credentials: CREDENTIALS, ...extra }));
+  // Free ports: a sidecar on the default admin port would be taken for this config's running one.
+  writeFileSync(file, stringify({ service: { baseUrl: vendor.url, caFile: tls.caFile }, credentials: CREDENTIALS, listen: { port: 0 }, admin: { port: 0 }, ...extra }));
   return file;
 }
 
@@ -109,14 +112,14 @@ describe('doctor --discover-attach against vendors that answer as common server 
     const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
     const probe = out.steps.find((s) => s.step === 'probe')!;
     assert.equal(probe.ok, false, 'a 400 is not a passing probe');
-    assert.equal(out.discovery!.tried![0]!.label, 'X-Access-Token: {token} + ApiKey');
+    assert.equal(out.discovery!.tried![0]!.label, 'X-Access-Token: {token} without ApiKey');
     assert.match(out.text, /Required request header 'X-Access-Token'/);
   });
 
   it('sloppy (any Token header value passes): not taken as evidence, thanks to the unknown-token check', async (t) => {
     const v = await vendor(t, VENDORS.sloppy);
     const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
-    const token = out.discovery!.tried!.find((tr) => tr.label === 'Token: {token} + ApiKey')!;
+    const token = out.discovery!.tried!.find((tr) => tr.label === 'Token: {token} without ApiKey')!;
     assert.equal(token.status, 200);
     assert.match(token.note!, /unknown token is accepted too/);
     assert.deepEqual(out.discovery!.accepted, ['X-Auth-Token: {token}']);
@@ -127,7 +130,7 @@ describe('doctor --discover-attach against vendors that answer as common server 
     const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
     assert.equal(out.discovery!.baseline!.withoutToken.challenge, 'Token');
     assert.equal(out.discovery!.baseline!.withoutToken.excerpt, 'Authentication credentials were not provided.');
-    assert.equal(out.discovery!.tried![0]!.label, 'Authorization: Token {token} + ApiKey');
+    assert.equal(out.discovery!.tried![0]!.label, 'Authorization: Token {token} without ApiKey');
     assert.match(out.text, /baseline without a token: 401 WWW-Authenticate: Token "Authentication credentials were not provided\."/);
   });
 
@@ -136,7 +139,9 @@ describe('doctor --discover-attach against vendors that answer as common server 
     const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
     assert.equal(out.code, 0, out.text);
     assert.equal(out.discovery!.result, 'configured');
-    assert.match(out.discovery!.detail, /^skipped: the configured token\.attach already works/);
+    // The verdict the README names opens the line.
+    assert.match(out.discovery!.detail, /^configured: token\.attach already works/);
+    assert.match(out.text, /✓ discover-attach: configured: /);
     assert.equal(discoveryRequests(v).length, 2 * 2, 'the probe and one baseline per run');
   });
 
@@ -180,6 +185,88 @@ describe('doctor --discover-attach against vendors that answer as common server 
     assert.ok(oneRun <= 1 + MAX_DISCOVERY_REQUESTS, `${oneRun}`);
   });
 
+  it('sends the ApiKey only where it is needed: never in the baseline, and only after a presentation failed without it', async (t) => {
+    const withKey = (v: Vendor) => discoveryRequests(v).filter((r) => r.headers.apikey !== undefined).length;
+    // spring takes the token without the ApiKey: one request adds the key, to check the block as pasted.
+    const spring = await vendor(t, VENDORS.spring);
+    const found = await doctor({ config: configFor(spring), probe: PROBE, discoverAttach: true });
+    assert.equal(found.discovery!.result, 'found');
+    assert.equal(withKey(spring), 2 * 2, 'per run: the probe step (token.attach carries it) and the block\'s check');
+    assert.deepEqual(found.discovery!.tried!.map((tr) => tr.label), ['X-Access-Token: {token} without ApiKey', 'X-Access-Token: {token} + ApiKey']);
+    // bare401 wants the ApiKey too: every presentation is tried without it first, then with it until one passes.
+    const bare = await vendor(t, VENDORS.bare401);
+    const needed = await doctor({ config: configFor(bare), probe: PROBE, discoverAttach: true });
+    assert.equal(needed.discovery!.result, 'found');
+    assert.deepEqual(needed.discovery!.attach!.map((a) => a.name), ['AuthToken', 'ApiKey']);
+    const tried = needed.discovery!.tried!;
+    const firstWithKey = tried.findIndex((tr) => tr.label.endsWith('+ ApiKey'));
+    assert.ok(tried.slice(0, firstWithKey).every((tr) => tr.label.endsWith('without ApiKey')) && firstWithKey === 16, tried.map((tr) => tr.label).join('\n'));
+    const perRun = withKey(bare) / 2;
+    assert.equal(perRun, 1 + (tried.length - firstWithKey) + 1, 'the probe, the presentations up to the one found, and its decoy');
+    const baselines = discoveryRequests(bare).filter((r) => r.headers.apikey === undefined && r.headers.authtoken === undefined && !/AuthToken/.test(r.headers.cookie ?? ''));
+    assert.ok(baselines.length >= 4, 'the baselines carry no ApiKey');
+  });
+
+  const halts: Array<[status: number, result: string, headers: Record<string, string>]> = [[429, 'rate-limited', { 'Retry-After': '120' }], [423, 'locked', {}]];
+  for (const [status, result, headers] of halts) {
+    it(`stops at the first ${status} and reports ${result} with how many requests were sent`, async (t) => {
+      // Like spring, but the named header is answered ${status}: the first presentation tried.
+      const v = await vendor(t, (p) => (p.header('X-Access-Token') !== undefined
+        ? { status, headers, body: { message: status === 423 ? 'ApiKey locked after failed attempts' : 'too many requests' } }
+        : { status: 400, body: { message: "Required request header 'X-Access-Token' for method parameter type String is not present" } }));
+      const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+      assert.equal(out.code, 1);
+      assert.equal(out.discovery!.result, result);
+      assert.equal(out.discovery!.ok, false);
+      assert.match(out.discovery!.detail, new RegExp(`^${result}: GET \\S+ answered ${status}${status === 429 ? ' \\(Retry-After: 120\\)' : ''}: .*; discovery stopped at once \\(3 requests sent\\)$`));
+      assert.match(out.discovery!.hint!, status === 423 ? /unlock/ : /slow down/);
+      // Per run: the probe step, two baselines, and the one answered ${status}; nothing after it.
+      assert.equal(discoveryRequests(v).length, 2 * 4);
+      assert.equal(out.discovery!.tried!.at(-1)!.status, status);
+    });
+  }
+
+  it('haltOf: 423 locks, 429 and a refusal with Retry-After rate-limit, a 2xx with Retry-After does not stop', () => {
+    assert.equal(haltOf({ status: 423 }), 'locked');
+    assert.equal(haltOf({ status: 429 }), 'rate-limited');
+    assert.equal(haltOf({ status: 503, retryAfter: '30' }), 'rate-limited');
+    assert.equal(haltOf({ status: 401, retryAfter: 'Fri, 27 Nov 2026 09:00:00 GMT' }), 'rate-limited');
+    assert.equal(haltOf({ status: 200, retryAfter: '5' }), undefined);
+    assert.equal(haltOf({ status: 503 }), undefined);
+    assert.equal(haltOf({ status: 401 }), undefined);
+  });
+
+  it('does not start when the probe itself is answered 429 with Retry-After', async (t) => {
+    const v = await vendor(t, () => ({ status: 429, headers: { 'Retry-After': '60' }, body: { message: 'slow down' } }));
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.equal(out.code, 1);
+    const probe = out.steps.find((s) => s.step === 'probe')!;
+    assert.match(probe.detail, /→ 429: slow down \(Retry-After: 60\)/);
+    assert.equal(out.discovery!.result, 'rate-limited');
+    assert.match(out.discovery!.detail, /discovery not started \(0 requests sent\)/);
+    assert.equal(discoveryRequests(v).length, 2, 'the probe alone, per run');
+  });
+
+  it('an echoing vendor: neither the real token nor the unknown one shows in any excerpt', async (t) => {
+    // Every refusal quotes what was presented, as debug builds and gateways do.
+    const v = await vendor(t, (p, req) => (p.issued(p.header('X-Token'))
+      ? undefined
+      : { status: 401, body: { message: `invalid credentials: ${JSON.stringify({ authorization: req.headers.authorization, token: req.headers.token, url: req.url, cookie: req.headers.cookie, xauth: req.headers['x-auth-token'] })}` } }));
+    const out = await doctor({ config: configFor(v), probe: PROBE, discoverAttach: true });
+    assert.equal(out.discovery!.result, 'found', out.text);
+    const printed = out.text + JSON.stringify(out.steps);
+    assertNoSecrets(printed, v);
+    // The unknown tokens are the presented values the vendor never issued: scrubbed too.
+    const presented = discoveryRequests(v).flatMap((r) => [r.headers.authorization?.replace(/^(Bearer|Token) /, ''), r.headers.token, r.headers['x-auth-token']]).filter((x): x is string => typeof x === 'string');
+    const decoys = [...new Set(presented.filter((x) => !v.tokens.includes(x)))];
+    assert.ok(decoys.length >= 2, 'one decoy per doctor run');
+    for (const decoy of decoys) {
+      assert.ok(!printed.includes(decoy), `the unknown token ${decoy} was printed`);
+      for (const real of v.tokens) assert.equal(decoy.length, real.length, 'the same length as the real token');
+    }
+    assert.match(printed, /\[REDACTED\]/, 'the echoes were there and were scrubbed');
+  });
+
   it('refuses a malformed --try, and --try without --probe, with exit 2', async () => {
     for (const args of [{ probe: PROBE, try: ['header:X-Token'] }, { probe: PROBE, try: ['header:X-Token:{apiKey}'] }, { try: ['header:X:{token}'] }]) {
       const run = captureIo({});
@@ -196,11 +283,28 @@ describe('discovery helpers', () => {
     assert.deepEqual(headersNamedIn('send your token in X-Session-Token; header \'ApiKey\' is fine'), ['X-Session-Token']);
   });
 
-  it('an unknown token keeps the shape of the real one and differs in every letter and digit', () => {
-    const real = 'Ab9z_Z-09';
-    const fake = unknownToken(real);
-    assert.equal(fake.length, real.length);
-    assert.equal(fake, 'Bc0a_A-10');
+  it('an unknown token has the real one\'s length and alphabet, and nothing else of it: random, not derived', () => {
+    const base64url = 'Ab9z_Z-09xYq3LmN0pQrStUvWxYz012345678_-AbCd';
+    const hex = '0f3a9c5e7b1d2f4a6c8e0b2d4f6a8c0e';
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U';
+    for (const real of [base64url, hex, jwt]) {
+      const alphabet = new Set(real.replace(/\./g, ''));
+      const a = unknownToken(real);
+      const b = unknownToken(real);
+      assert.equal(a.length, real.length);
+      assert.notEqual(a, real);
+      assert.notEqual(a, b, 'drawn anew each time');
+      assert.deepEqual([...a].map((c, i) => (c === '.') === (real[i] === '.')), [...a].map(() => true), 'a JWT keeps its three parts');
+      if (real === hex) assert.match(a, /^[0-9a-f]+$/, 'hex stays hex');
+      else assert.ok([...a].every((c) => c === '.' || /[A-Za-z0-9_-]/.test(c)), a);
+      assert.ok(alphabet.size > 1);
+    }
+    // The old decoy (each character moved on by one) gave the real token back to anyone who read it.
+    assert.notEqual(unknownToken('Ab9z_Z-09'), 'Bc0a_A-10');
+    // With the random source fixed, two different tokens of one alphabet give the same decoy: nothing of the token is in it.
+    const first = () => 0;
+    assert.equal(unknownToken('k3Jd9sL2pQ', first), '0000000000');
+    assert.equal(unknownToken('Zz01aBcDeF', first), '0000000000');
   });
 
   it('parses --try guesses of each kind, with colons in the value', () => {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createSecureContext } from 'node:tls';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { checkConfigCommand } from '../../src/commands/check-config.js';
 import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
+import { tokenCommand } from '../../src/commands/token.js';
 import { MAX_DISCOVERY_REQUESTS } from '../../src/doctor/attach-discovery.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
 import { checkGentoken } from '../../src/doctor/gentoken-check.js';
@@ -41,10 +44,16 @@ const agent1: TlsMaterial = {
 const agent1CaFile = join(AGENT1_DIR, 'ca.pem');
 
 let configs = 0;
-/** Writes a config file: the test credentials, the test CA, and `service`/`extra` on top. */
+/**
+ * Only free ports: a sidecar another test (or anyone on this machine) runs on the default admin
+ * port would be taken for this config's running sidecar.
+ */
+const FREE_PORTS = { listen: { port: 0 }, admin: { port: 0 } };
+
+/** Writes a config file: the test credentials, the test CA, free ports, and `service`/`extra` on top. */
 function configFile(service: Record<string, unknown>, extra: Record<string, unknown> = {}): string {
   const file = join(dir, `sidecar-${++configs}.yaml`);
-  writeFileSync(file, stringify({ service: { caFile: tls.caFile, ...service }, credentials: CREDENTIALS, ...extra }));
+  writeFileSync(file, stringify({ service: { caFile: tls.caFile, ...service }, credentials: CREDENTIALS, ...FREE_PORTS, ...extra }));
   return file;
 }
 
@@ -153,6 +162,24 @@ describe('doctor: config step', () => {
     assert.match(out.stdout, /credentials\.passwordFile \(B2B_PASSWORD_FILE\): .* holds only whitespace/);
   });
 
+  it('on systemd: the shipped example config with the credentials LoadCredential= passed in $CREDENTIALS_DIRECTORY passes its config step', async (t) => {
+    const sim = await startSim(t);
+    const credentials = mkdtempSync(join(tmpdir(), 'b2b-doctor-credentials-'));
+    writeFileSync(join(credentials, 'api-key'), `${CREDENTIALS.apiKey}\n`);
+    writeFileSync(join(credentials, 'password'), `${CREDENTIALS.password}\n`);
+    const example = fileURLToPath(new URL('../../config/sidecar.example.yaml', import.meta.url));
+    // The file as shipped; the environment names the test service and free ports (as a unit's Environment= would).
+    const run = captureIo({ CREDENTIALS_DIRECTORY: credentials, B2B_BASE_URL: sim.url, B2B_CA_FILE: tls.caFile, B2B_LISTEN_PORT: '0', B2B_ADMIN_PORT: '0' });
+    const code = await doctorCommand({ config: example, probe: OBJECT_PATH, json: true }, run.io);
+    const steps = JSON.parse(run.stdout()) as DoctorStep[];
+    assert.equal(code, 0, run.stdout());
+    assert.equal(steps[0]!.step, 'config');
+    assert.equal(steps[0]!.ok, true);
+    assert.match(steps[0]!.detail, /credentials readable; credentials\.apiKeyFile from the config file is ignored: api-key in \$CREDENTIALS_DIRECTORY/);
+    assert.equal(sim.stats.tokenRequests, 1, 'gentoken took the credentials from the directory');
+    assertNoSecrets(run.stdout() + run.stderr());
+  });
+
   it('refuses --discover-attach without --probe, and a probe that is not a path, with exit 2', async () => {
     for (const args of [{ discoverAttach: true }, { probe: 'pub/b2b/v1/x' }, { probe: '//evil.example/x' }, { probe: '/a b' }]) {
       const out = captureIo({});
@@ -167,7 +194,7 @@ describe('doctor: connect step', () => {
   it('no caFile: untrusted chain, naming service.caFile', async (t) => {
     const sim = await startSim(t);
     const file = join(dir, 'no-ca.yaml');
-    writeFileSync(file, stringify({ service: { baseUrl: sim.url }, credentials: CREDENTIALS }));
+    writeFileSync(file, stringify({ service: { baseUrl: sim.url }, credentials: CREDENTIALS, ...FREE_PORTS }));
     const out = await doctor({ config: file, json: true });
     assert.equal(out.code, 1);
     assert.deepEqual(out.steps.map((s) => s.step), ['config', 'listen', 'connect'], 'stops at the failing step');
@@ -203,6 +230,45 @@ describe('doctor: connect step', () => {
     const out = await doctor({ config: configFile({ baseUrl: sim.url.replace('localhost', '127.0.0.1'), caFile }) });
     assert.equal(out.code, 1);
     assert.match(line(out.lines, 'connect'), /does not cover 127\.0\.0\.1 \(it names localhost\)/);
+  });
+
+  it('a service certificate on a 1024-bit key (openssl-made): names the key size Node refuses from 24.5', async (t) => {
+    const fixture = fileURLToPath(new URL('../fixtures/rsa1024-leaf/', import.meta.url));
+    // The vendor's old server: OpenSSL's security level 0 lets it load a key this runtime refuses.
+    const server = createHttpsServer({ ciphers: 'DEFAULT:@SECLEVEL=0', cert: readFileSync(join(fixture, 'cert.pem')), key: readFileSync(join(fixture, 'key.pem')) }, (_req, res) => res.end('{}'));
+    server.on('tlsClientError', () => undefined);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }));
+    const { port } = server.address() as { port: number };
+    const out = await doctor({ config: configFile({ baseUrl: `https://localhost:${port}`, caFile: join(fixture, 'ca.pem') }), json: true });
+    const connect = out.steps.find((s) => s.step === 'connect')!;
+    let refuses = false;
+    try {
+      createSecureContext({ cert: readFileSync(join(fixture, 'cert.pem')), key: readFileSync(join(fixture, 'key.pem')) });
+    } catch (err) {
+      refuses = (err as { code?: string }).code === 'ERR_SSL_EE_KEY_TOO_SMALL';
+    }
+    if (refuses) {
+      // Node 24.5 and later (the pinned runtime): refused at the handshake, and said so.
+      assert.equal(out.code, 1);
+      assert.equal(connect.ok, false);
+      assert.match(connect.detail, /the service's certificate key is 1024 bits; Node needs 2048 bits or more/);
+      assert.match(connect.hint!, /larger key \(RSA 2048 bits or more, or an EC key\): tell the support team/);
+      // The token client (token, run) says it too, where it said "auth server unreachable: UNSPECIFIED".
+      const token = captureIo({});
+      assert.equal(await tokenCommand({ config: configFile({ baseUrl: `https://localhost:${port}`, caFile: join(fixture, 'ca.pem') }) }, token.io), 1);
+      assert.match(token.stderr(), /TLS: EE_KEY_TOO_SMALL: the server certificate key is too small \(Node needs RSA 2048 bits or more; doctor names its size\); only the vendor can replace it/);
+    } else {
+      // A runtime that still accepts such a key (Node 22) connects.
+      assert.equal(connect.ok, true, connect.detail);
+    }
+  });
+
+  it('NO_PROXY=* beside HTTPS_PROXY: says every host goes direct (not "localhost is in NO_PROXY")', async (t) => {
+    const sim = await startSim(t);
+    const run = captureIo({ HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '*' });
+    assert.equal(await doctorCommand({ config: configFile({ baseUrl: sim.url.replace('127.0.0.1', 'localhost') }) }, run.io), 0, run.stdout());
+    assert.match(run.stdout(), /✓ connect: direct \(NO_PROXY is \*, so every host goes direct\); localhost resolved to/);
   });
 
   it('a host that does not resolve: DNS failure', async () => {
@@ -359,7 +425,7 @@ describe('doctor: probe and discover-attach', () => {
         const block = text.lines.slice(header + 1).join('\n');
         assert.equal(`${block}\n`, discover.attachYaml);
         const pasted = join(dir, `pasted-${configs}.yaml`);
-        writeFileSync(pasted, `${stringify({ service: { baseUrl: sim.url, caFile: tls.caFile }, credentials: CREDENTIALS })}${block}\n`);
+        writeFileSync(pasted, `${stringify({ service: { baseUrl: sim.url, caFile: tls.caFile }, credentials: CREDENTIALS, ...FREE_PORTS })}${block}\n`);
         const loaded = await loadConfig(pasted, {});
         assert.deepEqual(loaded.token.attach, discover.attach);
         // With the pasted block, the probe passes and doctor exits 0.

@@ -62,6 +62,49 @@ describe('client certificates against nginx with ssl_verify_client on', () => {
     assert.equal(withPair.stdout.trim(), TOKEN);
   });
 
+  it('names the missing client certificate at run time: /readyz, the log and the token command, not a bare "HTTP 400"', async () => {
+    const s = await startSidecar({ baseUrl: nginx.url });
+    try {
+      // Bounded: the first gentoken attempt fails at once (nginx answers 400 after the handshake).
+      const deadline = Date.now() + 5000;
+      while (!s.log.lines().some((l) => l.message === 'token request failed')) {
+        assert.ok(Date.now() < deadline, 'no gentoken failure logged');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const ready = await send(s.adminPort, { path: '/readyz' });
+      assert.equal(ready.status, 503);
+      const message = ready.json<{ message: string }>().message;
+      assert.match(message, /requires a client certificate \(mutual TLS\) and none was presented .*set service\.certFile and service\.keyFile/);
+      assert.ok(readFileSync(new URL('../../docs/troubleshooting.md', import.meta.url), 'utf8').includes(message), 'docs/troubleshooting.md quotes it');
+      const failed = s.log.lines().find((l) => l.message === 'token request failed');
+      assert.equal(failed?.cause, 'http');
+      assert.match(String(failed?.reason), /client certificate/);
+    } finally {
+      await s.stop();
+    }
+    const cli = await runCli(['token', '--config', await config('')]);
+    assert.equal(cli.code, 1);
+    assert.match(cli.stderr, /requires a client certificate \(mutual TLS\)/);
+  });
+
+  it('names a client certificate the server does not accept (another CA) at run time', async () => {
+    const stranger = await (await createClientCa('another CA')).issue('client-stranger');
+    const s = await startSidecar({ baseUrl: nginx.url, overrides: { service: { certFile: file('stranger.pem', stranger.certPem), keyFile: file('stranger.key', stranger.keyPem) } } });
+    try {
+      const deadline = Date.now() + 5000;
+      while (!s.log.lines().some((l) => l.message === 'token request failed')) {
+        assert.ok(Date.now() < deadline, 'no gentoken failure logged');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const message = (await send(s.adminPort, { path: '/readyz' })).json<{ message: string }>().message;
+      assert.match(message, /did not accept the client certificate presented/);
+      assert.ok(readFileSync(new URL('../../docs/troubleshooting.md', import.meta.url), 'utf8').includes(message), 'docs/troubleshooting.md quotes it');
+      assert.equal(nginx.accessLog().at(-1)?.status, 400);
+    } finally {
+      await s.stop();
+    }
+  });
+
   it('an encrypted key is read with keyPassphraseFile', async () => {
     const encrypted = `  certFile: ${file('client.pem', one.certPem)}\n  keyFile: ${file('client.key', encryptKey(one.keyPem, 'correct horse'))}\n`;
     const missing = await runCli(['check-config', '--config', await config(encrypted)]);

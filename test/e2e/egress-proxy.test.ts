@@ -73,7 +73,7 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
         assert.ok(connects.length >= 2, `CONNECTs seen: ${connects.join(', ')}`);
         assert.ok(connects.every((c) => c === hostPort(sim.baseUrl)), connects.join(', '));
         const started = s.log.lines().find((l) => l.message === 'sidecar started');
-        assert.deepEqual(started?.egress, { service: `via proxy http://${USER}:***@127.0.0.1:${authed.port} (service.proxy)` });
+        assert.deepEqual(started?.egress, { service: `via proxy http://***:***@127.0.0.1:${authed.port} (service.proxy)` });
         const metrics = await s.sidecar.registry.metrics();
         assert.match(metrics, /^b2b_sidecar_egress_proxy_failures_total\{route="service",reason="auth"\} 0$/m);
         outputs.push(s.log.text(), metrics, answer.body.toString());

@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { createPrivateKey } from 'node:crypto';
+import { createClientCa } from '../helpers/client-certs.js';
 import { validateConfig } from '../../src/config/validate-config.js';
 import { packageVersion } from '../../src/entry/process-io.js';
 import { configWarnings } from '../../src/config/warnings.js';
@@ -113,6 +115,30 @@ describe('start-up log', () => {
     writeFileSync(closed, 'private-api-key-2', { mode: 0o600 });
     const messages = configWarnings(validateConfig({ service: { baseUrl: 'https://api.example.com' }, credentials: { apiKeyFile: closed, passwordFile: open } })).map((w) => w.message);
     assert.deepEqual(messages, [`credentials.passwordFile: ${open} is readable by every user of this host (mode 0644); make it 0600 or 0640 with a group for the sidecar`]);
+  });
+
+  it('warns about every secret file a local user can read: proxyAuthFile, keyFile and keyPassphraseFile too, not the certificate', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-warn-'));
+    const ca = await createClientCa();
+    const { certPem, keyPem } = await ca.issue('sidecar');
+    const passphrase = 'key-passphrase-123';
+    const files = {
+      certFile: [join(dir, 'client.crt'), certPem],
+      keyFile: [join(dir, 'client.key'), createPrivateKey(keyPem).export({ format: 'pem', type: 'pkcs8', cipher: 'aes-256-cbc', passphrase }) as string],
+      keyPassphraseFile: [join(dir, 'passphrase'), passphrase],
+      proxyAuthFile: [join(dir, 'proxy-auth'), 'proxy-user:proxy-password-1'],
+    } as const;
+    for (const [file, text] of Object.values(files)) {
+      writeFileSync(file, text);
+      chmodSync(file, 0o644);
+    }
+    const messages = configWarnings(validateConfig({
+      service: { baseUrl: 'https://api.example.com', proxy: 'http://127.0.0.1:3128', certFile: files.certFile[0], keyFile: files.keyFile[0], keyPassphraseFile: files.keyPassphraseFile[0], proxyAuthFile: files.proxyAuthFile[0] },
+      credentials: { apiKey: 'k-1234', password: 'p-1234' },
+    })).map((w) => w.message.split(' is readable')[0]);
+    assert.deepEqual(messages.sort(), [
+      `service.keyFile: ${files.keyFile[0]}`, `service.keyPassphraseFile: ${files.keyPassphraseFile[0]}`, `service.proxyAuthFile: ${files.proxyAuthFile[0]}`,
+    ].sort());
   });
 
   it('no wildcard warning once guard.allow admits a non-loopback range, also for ::', () => {

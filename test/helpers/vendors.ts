@@ -156,3 +156,24 @@ export const VENDORS = {
   /** Accepts two presentations, for an ambiguous verdict. */
   twoWays: ((p) => (p.issued(p.header('X-Auth-Token')) || p.issued(p.header('Authorization')?.replace(/^Bearer /, '')) ? undefined : { status: 401, body: { message: 'Unauthorized' } })) as Rule,
 } satisfies Record<string, Rule>;
+
+/**
+ * A vendor that keeps one live token per ApiKey, as the services `B2BSidecarTokenSuperseded` is
+ * about: issuing a token revokes the one before. Protected paths under `path` want the newest token
+ * as `Authorization: Bearer` with the ApiKey (what the default token.attach sends); others are 404.
+ * With `echo`, an accepted request is answered 404 quoting the Authorization it got, as debug
+ * builds and gateways do.
+ */
+export async function startOneTokenVendor(path: string, options: { echo?: boolean } = {}): Promise<Vendor> {
+  let vendor: Vendor | undefined;
+  vendor = await startVendor((p, req) => {
+    if (!(req.url ?? '').startsWith(path)) return { status: 404, body: { message: 'Not Found' } };
+    const token = p.header('Authorization')?.replace(/^Bearer /, '');
+    if (apiKeyMissing(p) || token === undefined || token !== vendor!.tokens.at(-1)) {
+      return { status: 401, headers: { 'WWW-Authenticate': 'Bearer realm="b2b"' }, body: { message: 'token revoked or missing' } };
+    }
+    if (options.echo) return { status: 404, body: { message: `no object for Authorization: ${p.header('Authorization')}` } };
+    return undefined;
+  });
+  return vendor;
+}

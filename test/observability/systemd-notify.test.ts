@@ -128,6 +128,26 @@ describe('systemd notifier', () => {
     assert.equal(pings(), 6, 'none after close');
   });
 
+  it('logs no watchdog warning on a graceful stop: the token loop stopped on purpose, the pings go on', async () => {
+    const clock = new FakeClock();
+    const { spawn, runs } = fakeSpawn();
+    const { s, view } = state({ ready: true });
+    const log = createCaptureLogger();
+    const n = createSystemdNotifier({ env: { ...ENV, WATCHDOG_USEC: '2000000', WATCHDOG_PID: '42' }, pid: 42, clock, logger: log.logger, spawn });
+    const pings = () => runs.filter((r) => r.args.includes('WATCHDOG=1')).length;
+    n.started(view);
+    await runs[0]!.end();
+    n.stopping();
+    s.live = false; // what the stopped token manager reports
+    for (let i = 0; i < 3; i++) {
+      await runs.at(-1)!.end();
+      clock.advance(1_000);
+    }
+    assert.deepEqual(log.lines().filter((l) => l.level === 'warn').map((l) => l.message), []);
+    assert.ok(pings() >= 3, 'still pinging while the stop runs');
+    n.close();
+  });
+
   it('reads WATCHDOG_USEC and WATCHDOG_PID as sd_watchdog_enabled(3) does', () => {
     assert.equal(watchdogPingMs({ WATCHDOG_USEC: '30000000' }, 7), 15_000);
     assert.equal(watchdogPingMs({ WATCHDOG_USEC: '30000000', WATCHDOG_PID: '7' }, 7), 15_000);

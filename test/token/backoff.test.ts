@@ -1,22 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createBackoff, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF } from '../../src/token/backoff.js';
+import { createBackoff, longestDelayMs, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF } from '../../src/token/backoff.js';
 
 describe('backoff', () => {
   it('doubles the ceiling up to the cap when the draw is maximal', () => {
-    const b = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: () => 0.999999 });
+    const b = createBackoff({ ...TRANSIENT_BACKOFF, random: () => 0.999999 });
     const delays = Array.from({ length: 9 }, () => b.next());
-    assert.deepEqual(delays, [4999, 9999, 19999, 39999, 79999, 159999, 299999, 299999, 299999]);
+    assert.deepEqual(delays, [999, 1999, 3999, 7999, 15999, 31999, 59999, 59999, 59999]);
     assert.equal(b.attempts, 9);
   });
 
   it('never goes below the floor, so a zero draw is not a tight loop', () => {
     const fast = createBackoff({ ...TRANSIENT_BACKOFF, random: () => 0 });
-    const slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: () => 0 });
-    for (let i = 0; i < 20; i++) {
-      assert.equal(fast.next(), 250);
-      assert.equal(slow.next(), 1000);
-    }
+    for (let i = 0; i < 20; i++) assert.equal(fast.next(), 250);
+  });
+
+  it('after a refused login: 5 s doubling to 5 min, jitter only upward (never sooner than the schedule)', () => {
+    const low = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: () => 0 });
+    const high = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: () => 0.999999 });
+    const schedule = [5000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000, 300_000];
+    assert.deepEqual(schedule.map(() => low.next()), schedule);
+    assert.deepEqual(schedule.map(() => high.next()), schedule.map((d) => Math.floor(d * (1 + 0.2 * 0.999999))));
+    assert.equal(longestDelayMs(UNAUTHORIZED_BACKOFF), 360_000);
+    assert.equal(longestDelayMs(TRANSIENT_BACKOFF), 60_000);
   });
 
   it('draws every delay uniformly within [floor, min(cap, base * 2^n)]', () => {

@@ -124,9 +124,9 @@ describe('gentoken failure classes: /readyz message and backoff', () => {
       t.manager.start();
       await t.advance(0);
       assert.equal(t.manager.status().reason, 'auth server asked to slow down (HTTP 429)');
-      await t.advance(4_000);
+      await t.advance(4_999);
       assert.equal(t.calls.length, 1, 'not on the transient 1 s schedule');
-      await t.advance(1_000);
+      await t.advance(1_001); // 5 s, at most 20 % later
       assert.equal(t.calls.length, 2);
     } finally {
       await t.close();

@@ -222,19 +222,64 @@ describe('liveness of the token loop', () => {
 });
 
 describe('requests while an attempt is held back', () => {
-  it('acquire() rejects at once with the reason instead of waiting for a held-back attempt', async () => {
+  it('acquire() rejects at once with the reason instead of waiting for a held-back retry', async () => {
+    const t = setup({ maxGentokenPerMinute: 1 }, () => 0);
+    t.answer = () => new TokenRequestError('auth server failed (HTTP 500)', { upstreamStatus: 500, kind: 'server_error' });
+    t.manager.start();
+    await t.advance(0);
+    await t.advance(1_000); // the retry is due after 250 ms, held back by the budget until 60 s
+    assert.equal(t.calls.length, 1);
+    assert.deepEqual(t.deferred, ['retry']);
+    const started = t.clock.now();
+    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: /^auth server failed/ });
+    assert.equal(t.clock.now(), started, 'no wait');
+    t.answer = () => ({ token: 'tkn-ok-abcdef', refreshToken: null, aliveSecondsTtl: 900 });
+    await t.advance(59_000);
+    assert.equal(t.calls.length, 2);
+    assert.equal(t.manager.status().ready, true);
+    await t.manager.stop();
+  });
+});
+
+describe('scheduled renewals and the budget', () => {
+  it('renewals of 2-second tokens are never held back by the budget: valid for ten minutes at 1 call a minute, noted once in the log', async () => {
+    const t = setup({ maxGentokenPerMinute: 1 }, () => 0.5);
+    t.answer = () => ({ token: `tkn-${t.calls.length}-abcdef`, refreshToken: null, aliveSecondsTtl: 2 });
+    t.manager.start();
+    await t.advance(0);
+    let notReady = 0;
+    for (let i = 0; i < 6000; i++) {
+      await t.advance(100);
+      if (!t.manager.status().ready) notReady++;
+    }
+    assert.equal(notReady, 0, 'the token never lapsed');
+    assert.ok(t.calls.length > 400, `${t.calls.length} renewals in ten minutes`);
+    assert.deepEqual(t.deferred, [], 'none held back');
+    const notes = t.log.lines.filter((l) => l.includes('the budget does not hold scheduled renewals back'));
+    assert.equal(notes.length, 1);
+    await t.manager.stop();
+  });
+
+  it('a rotation held back by the budget keeps the current token in use and goes out when the renewal falls due', async () => {
     const t = setup({ maxGentokenPerMinute: 1, maxLifetimeSeconds: 10 }, () => 0);
     t.manager.start();
     await t.advance(0);
-    // The token expires (usable until 9 s); its renewal at 6.6 s is held back until 60 s.
-    await t.advance(10_000);
-    assert.equal(t.calls.length, 1);
-    const started = t.clock.now();
-    await assert.rejects(Promise.resolve(t.manager.acquire()), { message: /^gentoken calls held back by token\.maxGentokenPerMinute; next in 50 s$/ });
-    assert.equal(t.clock.now(), started, 'no wait');
-    await t.advance(50_000);
+    t.rotateCredentials(2);
+    void t.manager.rotate();
+    await t.advance(1_000);
+    assert.equal(t.calls.length, 1, 'the rotation waits for the budget');
+    assert.ok(!(t.manager.acquire() instanceof Promise), 'requests keep the current token, synchronously');
+    const at = t.clock.now();
+    assert.equal(await t.manager.invalidate(1, '/x'), undefined, 'a 401 meanwhile is passed back, not held for the waiting rotation');
+    assert.equal(t.clock.now(), at);
+    assert.equal(t.manager.current()?.generation, 1, 'and the token stays in use');
+    await t.advance(5_600); // the renewal is due at 6.6 s
     assert.equal(t.calls.length, 2);
-    assert.equal(t.manager.status().ready, true);
+    assert.equal(t.calls[1]!.apiKey, 'key-2');
+    for (let i = 0; i < 100; i++) {
+      await t.advance(500);
+      assert.equal(t.manager.status().ready, true);
+    }
     await t.manager.stop();
   });
 });

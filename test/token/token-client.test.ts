@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createServer as createHttpsServer } from 'node:https';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
@@ -8,6 +9,7 @@ import { loadTrustedCas } from '../../src/shared/tls.js';
 import { generateTlsMaterial } from '../../src/simulator/certs.js';
 import { ok, startGentokenServer, type Reply } from '../helpers/gentoken-server.js';
 import { testTls } from '../helpers/tls.js';
+import { createClientCa } from '../helpers/client-certs.js';
 
 const creds: Credentials = { apiKey: 'key-ABCDEF123456', password: 'pw-s3cret-!"\\-value', version: 1 };
 
@@ -169,6 +171,28 @@ describe('token client', () => {
     assert.match(error.message, /^TLS: ERR_TLS_CERT_ALTNAME_INVALID: the server certificate is not issued for this host name .*; check service\.caFile$/);
   });
 
+  it('names a possible missing client certificate when the server ends a TLS 1.2 handshake with handshake_failure, not service.caFile', async () => {
+    // Node's own TLS server requiring a client certificate under TLS 1.2, as Java, Go or Envoy fronts
+    // do: they refuse in the handshake instead of with nginx's 400 page.
+    const tls = await testTls();
+    const clientCa = await createClientCa();
+    const server = createHttpsServer({ key: tls.keyPem, cert: tls.certPem, ca: clientCa.caPem, requestCert: true, rejectUnauthorized: true, maxVersion: 'TLSv1.2' }, (_req, res) => res.end('{}'));
+    server.on('tlsClientError', () => { /* expected: the client presented no certificate */ });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const client = createTokenClient({ baseUrl: `https://localhost:${(server.address() as AddressInfo).port}`, ca: loadTrustedCas(tls.caFile), timeoutMs: 5000 });
+    try {
+      const error = await client.requestToken(creds).catch((e: unknown) => e);
+      assert.ok(error instanceof TokenRequestError);
+      assert.equal(error.kind, 'tls');
+      assert.match(error.message, /^TLS: ERR_SSL_\S+_ALERT_HANDSHAKE_FAILURE: the server refused the handshake: it may require a client certificate \(mutual TLS: set service\.certFile and service\.keyFile\)/);
+      assert.doesNotMatch(error.message, /caFile/);
+    } finally {
+      await client.close();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it('classifies a 403 as refused, with the server message scrubbed of the credentials', async () => {
     const { error } = await exchange({ status: 403, body: { message: `address not allowed for ${creds.apiKey}` } });
     assert.ok(error instanceof TokenRefusedError);
@@ -261,6 +285,23 @@ describe('token client', () => {
     assert.equal(canary.requests.length, 0);
     assert.equal(error.upstreamStatus, 307);
     assert.equal(error.location, `${canary.url}/pub/b2b/v1/auth/gentoken`);
+  });
+
+  it('names the client certificate when a 400 is a TLS front\'s mutual-TLS page, and says only the status otherwise', async () => {
+    // nginx 1.22's own pages for its 496 and 495 codes (src/http/ngx_http_special_response.c), sent as 400.
+    const page = (title: string) => `<html>\r\n<head><title>400 ${title}</title></head>\r\n<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n<center>${title}</center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n`;
+    const none = await exchange({ status: 400, body: page('No required SSL certificate was sent'), headers: { 'Content-Type': 'text/html' } });
+    assert.ok(none.error instanceof TokenRequestError);
+    assert.equal(none.error.kind, 'http');
+    assert.equal(none.error.upstreamStatus, 400);
+    assert.match(none.error.message, /^auth server answered HTTP 400: it requires a client certificate \(mutual TLS\) and none was presented .*set service\.certFile and service\.keyFile$/);
+    const rejected = await exchange({ status: 400, body: page('The SSL certificate error'), headers: { 'Content-Type': 'text/html' } });
+    assert.ok(rejected.error instanceof TokenRequestError);
+    assert.match(rejected.error.message, /^auth server answered HTTP 400: it did not accept the client certificate presented/);
+    const plain = await exchange({ status: 400, body: { message: 'bad request' } });
+    assert.ok(plain.error instanceof TokenRequestError);
+    assert.equal(plain.error.message, 'auth server answered HTTP 400');
+    assert.equal(plain.error.kind, 'http');
   });
 
   it('tells a redirect target without its query (relative ones resolved) and the status of other answers', async () => {

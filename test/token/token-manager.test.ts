@@ -108,7 +108,7 @@ async function started(s: Setup = {}) {
 }
 
 /** Settles at once into the token or the error, so a rejection is never unhandled while the test works. */
-function outcome(p: TokenSnapshot | Promise<TokenSnapshot>): Promise<TokenSnapshot | Error> {
+function outcome(p: TokenSnapshot | Promise<TokenSnapshot | undefined>): Promise<TokenSnapshot | Error | undefined> {
   return Promise.resolve(p).catch((err: unknown) => err as Error);
 }
 
@@ -251,17 +251,17 @@ describe('token manager: single flight and invalidation', () => {
 
   it('a burst of upstream 401s for one generation makes one gentoken call', async () => {
     const t = await started();
-    const renewed = await Promise.all(Array.from({ length: 20 }, () => t.manager.invalidate(1)));
+    const renewed = await Promise.all(Array.from({ length: 20 }, () => t.manager.invalidate(1, '/x')));
     assert.equal(t.calls.length, 2);
-    assert.ok(renewed.every((x) => x.generation === 2));
+    assert.ok(renewed.every((x) => x?.generation === 2));
     await t.close();
   });
 
   it('a 401 for an older generation resolves with the current token without a request', async () => {
     const t = await started();
-    await t.manager.invalidate(1);
-    const again = await t.manager.invalidate(1);
-    assert.equal(again.generation, 2);
+    await t.manager.invalidate(1, '/x');
+    const again = await t.manager.invalidate(1, '/x');
+    assert.equal(again?.generation, 2);
     assert.equal(t.calls.length, 2);
     await t.close();
   });
@@ -272,60 +272,62 @@ describe('token manager: single flight and invalidation', () => {
     assert.equal(t.manager.current()?.generation, 2);
     assert.equal(t.calls.length, 2);
     // A request that carried generation 1 was rejected after generation 2 was minted.
-    const renewed = await t.manager.invalidate(1);
-    assert.equal(renewed.generation, 3);
+    const renewed = await t.manager.invalidate(1, '/x');
+    assert.equal(renewed?.generation, 3);
     assert.equal(t.calls.length, 3);
     await t.close();
   });
 
   it('starts at most one 401-triggered refresh per second, deferring later ones to the end of the window', async () => {
     const t = await started();
-    await t.manager.invalidate(1);
+    await t.manager.invalidate(1, '/x');
     assert.equal(t.calls.length, 2);
     // A second revocation within the window: every 401 waits for one deferred refresh.
-    const deferred = Array.from({ length: 5 }, () => t.manager.invalidate(2));
+    const deferred = Array.from({ length: 5 }, () => t.manager.invalidate(2, '/x'));
     await t.advance(500);
     assert.equal(t.calls.length, 2, 'no gentoken call inside the window');
     await t.advance(500);
     const renewed = await Promise.all(deferred);
-    assert.ok(renewed.every((x) => x.generation === 3));
+    assert.ok(renewed.every((x) => x?.generation === 3));
     assert.equal(t.calls.length, 3);
     await t.close();
   });
 
-  it('slows 401-triggered renewals when fresh tokens are rejected too, and passes 401s back at once once token.attach is suspect', async () => {
+  it('a fresh token refused on one path with nothing succeeding slows renewals down; refused on a second path, token.attach is suspect and 401s pass back at once', async () => {
     const t = await started();
-    // Every token is "rejected" and never accepted: each 401 names the current generation.
-    await t.manager.invalidate(1); // gen 2, minted after a 401
-    await t.advance(1000);
-    await t.manager.invalidate(2); // gen 2 (fresh) rejected: 1 in a row, interval 2 s → gen 3
-    assert.equal(t.calls.length, 3);
+    // Every token is rejected everywhere: nothing ever succeeds.
+    assert.equal((await t.manager.invalidate(1, '/a'))?.generation, 2); // renewed for the replay
+    t.manager.answered(2, 401, '/a', 1); // the replay is refused too: interval 2 s
     assert.match(t.log.text(), /slowing down 401-triggered renewals/);
-    const held = t.manager.invalidate(3); // inside the 2 s window: held for one deferred renewal
-    await t.advance(1000);
-    assert.equal(t.calls.length, 3);
-    await t.advance(1000);
-    assert.equal((await held).generation, 4); // gen 3 rejected: 2 in a row → token.attach suspect, interval 4 s
+    assert.equal(t.manager.attachSuspect(), false, 'one path is not enough');
+    // The same fresh token refused on a second path, nothing succeeding: token.attach.
+    assert.equal(await t.manager.invalidate(2, '/b?id=7'), undefined, 'passed back, no renewal');
+    assert.equal(t.calls.length, 2);
     assert.equal(t.manager.attachSuspect(), true);
-    assert.match(t.log.text(), /token\.attach probably presents the token/);
-    const passedBack = await t.manager.invalidate(4); // inside the window and suspect: no wait, no call
-    assert.equal(passedBack.generation, 4);
-    assert.equal(t.calls.length, 4);
-    await t.advance(4000);
-    await t.manager.invalidate(4);
-    assert.equal(t.calls.length, 5);
+    assert.match(t.log.text(), /token\.attach probably presents the token[^"]*--probe \/b --discover-attach/);
+    assert.match(t.manager.warnings()[0]!, /requests get 401 even with freshly obtained tokens/);
+    // While suspect: no wait, and a renewal only once the slowed interval has passed.
+    await t.advance(1000);
+    assert.equal(await t.manager.invalidate(2, '/c'), undefined);
+    assert.equal(t.calls.length, 2);
+    await t.advance(1000);
+    assert.equal((await t.manager.invalidate(2, '/c'))?.generation, 3);
+    assert.equal(t.calls.length, 3);
+    t.manager.answered(3, 200, '/c', 2); // the replay succeeded: cleared
+    assert.equal(t.manager.attachSuspect(), false);
+    assert.deepEqual(t.manager.warnings(), []);
     await t.close();
   });
 
-  it('does not slow down for revocations once the renewed token was accepted (the rule starts over)', async () => {
+  it('does not slow down for revocations once the renewed token succeeded (the rule starts over)', async () => {
     const t = await started();
-    await t.manager.invalidate(1); // gen 2, minted after a 401
-    t.manager.accepted(2); // a request succeeded with it
+    await t.manager.invalidate(1, '/x'); // gen 2, minted after a 401
+    t.manager.answered(2, 200, '/x', 1); // the replay succeeded with it
     await t.advance(10_000);
-    await t.manager.invalidate(2); // a later, separate revocation
-    t.manager.accepted(3);
+    await t.manager.invalidate(2, '/x'); // a later, separate revocation
+    t.manager.answered(3, 200, '/x', 2);
     await t.advance(1000);
-    await t.manager.invalidate(3); // and another one a second later is still renewed, not passed back
+    await t.manager.invalidate(3, '/x'); // and another one a second later is still renewed, not passed back
     assert.equal(t.calls.length, 4);
     assert.equal(t.manager.current()?.generation, 4);
     await t.close();
@@ -334,7 +336,7 @@ describe('token manager: single flight and invalidation', () => {
   it('keeps serving a valid token when the 401-triggered renewal fails on an auth-server fault', async () => {
     const t = await started();
     t.respond = () => ({ status: 500 });
-    await assert.rejects(t.manager.invalidate(1));
+    await assert.rejects(t.manager.invalidate(1, '/x'));
     assert.equal(t.manager.current()?.generation, 1, 'the token is still valid: keep using it');
     await t.close();
   });
@@ -344,9 +346,10 @@ describe('token manager: single flight and invalidation', () => {
     t.respond = () => ({ status: 500 });
     await t.advance(594_000);
     assert.equal(t.calls.length, 2);
-    const kept = await Promise.all(Array.from({ length: 5 }, () => t.manager.invalidate(1)));
+    const kept = await Promise.all(Array.from({ length: 5 }, () => t.manager.invalidate(1, '/x')));
     assert.equal(t.calls.length, 2);
-    assert.ok(kept.every((x) => x.generation === 1));
+    assert.ok(kept.every((x) => x === undefined), 'the 401s are passed back');
+    assert.equal(t.manager.current()?.generation, 1, 'and the token stays in use');
     await t.close();
   });
 
@@ -363,7 +366,7 @@ describe('token manager: single flight and invalidation', () => {
     await t.settle();
     assert.equal(t.manager.current(), undefined, 'current() refuses it');
     const got = await waiting;
-    assert.ok(got instanceof TokenUnavailableError, `the waiter got ${got instanceof Error ? got.message : `a token with ${(got.expiresAt - t.clock.now())} ms left`}`);
+    assert.ok(got instanceof TokenUnavailableError, `the waiter got ${got instanceof Error ? got.message : `a token with ${got ? got.expiresAt - t.clock.now() : '(none)'} ms left`}`);
     await t.close();
   });
 
@@ -371,14 +374,14 @@ describe('token manager: single flight and invalidation', () => {
     const t = await started();
     const { gate, release } = deferred();
     t.respond = async () => (await gate, t.issue(2));
-    const waiting = outcome(t.manager.invalidate(1));
+    const waiting = outcome(t.manager.invalidate(1, '/x'));
     await t.server.received(2);
     t.clock.advance(1900);
     release();
     await t.settle();
     assert.equal(t.manager.current(), undefined);
     const got = await waiting;
-    assert.ok(got instanceof TokenUnavailableError, `the waiter got ${got instanceof Error ? got.message : `a token with ${(got.expiresAt - t.clock.now())} ms left`}`);
+    assert.ok(got instanceof TokenUnavailableError, `the waiter got ${got instanceof Error ? got.message : `a token with ${got ? got.expiresAt - t.clock.now() : '(none)'} ms left`}`);
     await t.close();
   });
 
@@ -402,7 +405,7 @@ describe('credential source: after an upstream 401', () => {
     const t = await started();
     const source = credentialsOf(t.manager);
     const used = await source.acquire();
-    const renewed = await source.renewAfterUnauthorized!(used);
+    const renewed = await source.renewAfterUnauthorized!(used, '/x');
     assert.equal(renewed?.generation, 2);
     assert.equal(bearer(renewed), `Bearer ${t.issued[1]}`);
     await t.close();
@@ -415,7 +418,7 @@ describe('credential source: after an upstream 401', () => {
     const source = credentialsOf(t.manager);
     const used = source.current()!;
     assert.equal(used.generation, 1);
-    assert.equal(await source.renewAfterUnauthorized!(used), undefined, 'the 401 is passed back, not replayed with the same token');
+    assert.equal(await source.renewAfterUnauthorized!(used, '/x'), undefined, 'the 401 is passed back, not replayed with the same token');
     assert.equal(t.calls.length, 2, 'and the 401 adds no gentoken call');
     await t.close();
   });
@@ -423,16 +426,14 @@ describe('credential source: after an upstream 401', () => {
   it('never hands back the rejected token while 401s are passed back (token.attach suspect)', async () => {
     const t = await started();
     const source = credentialsOf(t.manager);
-    await source.renewAfterUnauthorized!(await source.acquire()); // generation 2, minted after a 401
-    await t.advance(1000);
-    await source.renewAfterUnauthorized!(source.current()!); // gen 2 rejected too → gen 3, slower
-    await t.advance(2000);
-    await source.renewAfterUnauthorized!(source.current()!); // gen 3 rejected too → gen 4, suspect
-    await t.advance(1000);
+    const first = await source.acquire();
+    const renewed = await source.renewAfterUnauthorized!(first, '/a'); // generation 2, for the replay
+    source.answered!(renewed!, 401, '/a', first); // refused too, nothing succeeds anywhere
     const used = source.current()!;
-    assert.equal(used.generation, 4);
-    assert.equal(await source.renewAfterUnauthorized!(used), undefined);
-    assert.equal(t.calls.length, 4);
+    assert.equal(used.generation, 2);
+    assert.equal(await source.renewAfterUnauthorized!(used, '/b'), undefined, 'a second path: suspect, passed back');
+    assert.equal(t.manager.attachSuspect(), true);
+    assert.equal(t.calls.length, 2);
     await t.close();
   });
 
@@ -440,9 +441,9 @@ describe('credential source: after an upstream 401', () => {
     const t = await started();
     const source = credentialsOf(t.manager);
     const old = await source.acquire();
-    await source.renewAfterUnauthorized!(old);
+    await source.renewAfterUnauthorized!(old, '/x');
     t.respond = () => ({ status: 500 });
-    const renewed = await source.renewAfterUnauthorized!(old);
+    const renewed = await source.renewAfterUnauthorized!(old, '/x');
     assert.equal(renewed?.generation, 2);
     await t.close();
   });
@@ -450,7 +451,6 @@ describe('credential source: after an upstream 401', () => {
 
 describe('token manager: failures and backoff', () => {
   for (const [name, reply, result, floor, base, cap, reason, level] of [
-    ['401', { status: 401, body: { message: 'ApiKey blocked' } }, 'unauthorized', 1000, 5000, 300_000, 'credentials rejected by the auth server', 'error'],
     ['500', { status: 500 }, 'error', 250, 1000, 60_000, 'auth server failed (HTTP 500)', 'warn'],
     ['invalid 200', { status: 200, body: { token: 'a\r\nb', refreshToken: null, aliveSecondsTtl: 9 } }, 'error', 250, 1000, 60_000, 'auth server sent an invalid response', 'warn'],
   ] as const) {
@@ -467,10 +467,51 @@ describe('token manager: failures and backoff', () => {
       await assert.rejects(Promise.resolve(t.manager.acquire()), { message: reason });
       const failure = t.log.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.level === level);
       assert.ok(failure, `a ${level} line`);
-      if (name === '401') assert.match(String(failure.reason), /ApiKey blocked/);
       await t.close();
     });
   }
+
+  for (const [name, reply, result, reason] of [
+    ['401', { status: 401, body: { message: 'ApiKey blocked' } }, 'unauthorized', 'credentials rejected by the auth server'],
+    ['403', { status: 403, body: { message: 'Forbidden' } }, 'error', /^gentoken refused \(HTTP 403\)/],
+  ] as const) {
+    it(`retries a gentoken ${name} on the lockout-safe schedule: 5 s doubling to 5 min, jitter only upward, ≤ 3 attempts in 30 s, ≤ 17 an hour`, async () => {
+      for (const random of [() => 0, () => 0.999999, seeded(11)]) {
+        const t = await setup({ random });
+        t.respond = () => reply;
+        t.manager.start();
+        await t.advance(3 * 3_600_000);
+        const delays = t.calls.slice(1).map((at, i) => at - t.calls[i]!);
+        delays.forEach((d, n) => {
+          const ceiling = Math.min(300_000, 5000 * 2 ** n);
+          assert.ok(d >= ceiling && d <= ceiling * 1.2, `retry ${n}: ${d} ms, schedule ${ceiling} ms`);
+        });
+        const start = t.calls[0]!;
+        assert.ok(t.calls.filter((c) => c - start < 30_000).length <= 3, 'at most 3 attempts in the first 30 s');
+        for (const c of t.calls) assert.ok(t.calls.filter((u) => u >= c && u < c + 3_600_000).length <= 17, 'at most 17 in any hour');
+        assert.ok(t.results.every((r) => r === result) && t.results.length === t.calls.length);
+        assert.match(t.manager.status().reason ?? '', typeof reason === 'string' ? new RegExp(`^${reason}$`) : reason);
+        assert.deepEqual(t.manager.liveness(), { live: true });
+        const failure = t.log.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.level === 'error');
+        assert.match(String(failure?.reason), name === '401' ? /ApiKey blocked/ : /403/);
+        await t.close();
+      }
+    });
+  }
+
+  it('a corrected credential file is tried at once, whatever the schedule says', async () => {
+    const t = await setup({ random: () => 0 });
+    t.respond = (req) => (req.headers.apikey === API_KEY ? t.issue() : { status: 401, body: { message: 'unknown ApiKey' } });
+    t.setCredentials({ apiKey: 'apikey-wrong-000003' });
+    t.manager.start();
+    await t.advance(200_000); // attempts at 0, 5, 15, 35, 75, 155 s; the next is due at 315 s
+    assert.equal(t.calls.length, 6);
+    t.setCredentials({ apiKey: API_KEY });
+    await t.manager.rotate();
+    assert.equal(t.calls.length, 7);
+    assert.equal(t.manager.current()?.generation, 1);
+    await t.close();
+  });
 
   it('never retries in a tight loop, even with an unlucky random source', async () => {
     const t = await setup({ random: () => 0 });

@@ -5,7 +5,7 @@ import { send, startSidecar, startSimulator, waitReady, type RunningSidecar } fr
 import { startVendor, type Rule } from '../helpers/vendors.js';
 
 /**
- * The 401 path through real sidecars (rejection-policy.ts): revocations heal without clients
+ * The 401 path through real sidecars (answer-rules.ts): revocations heal without clients
  * seeing 401s, a wrong token.attach is named, another holder of the key is detected. Sidecars run
  * on a fake clock moved past the 401 renewal interval between steps, so nothing waits for real.
  */
@@ -67,9 +67,10 @@ describe('upstream 401s judged by the token\'s history', () => {
     t.after(() => vendor.close());
     const clock = new FakeClock();
     const s = await sidecar(t, vendor.url, clock);
-    for (let i = 0; i < 4; i++) {
+    // Two paths: a fresh token refused on both, nothing succeeding, is evidence against token.attach.
+    for (const path of ['/pub/b2b/v1/objects/obj-43', `${PROBE}?x=1`, '/pub/b2b/v1/objects/obj-43', `${PROBE}?x=1`]) {
       clock.advance(60_000); // past the slowed-down interval: each request may renew
-      assert.equal((await send(s.port, { path: `${PROBE}?x=1` })).status, 401);
+      assert.equal((await send(s.port, { path })).status, 401);
     }
     const error = s.log.lines().find((l) => l.level === 'error' && String(l.message).includes('token.attach'));
     assert.ok(error, s.log.text());
@@ -119,5 +120,39 @@ describe('upstream 401s judged by the token\'s history', () => {
     }
     // One token per client request at most, each sidecar (a storm would be many per request).
     assert.ok(vendor.tokens.length <= 2 + statuses.length, `${vendor.tokens.length} tokens for ${statuses.length} requests`);
+  });
+});
+
+describe('two replicas on one ApiKey at a service that keeps one token per key, under steady traffic', () => {
+  it('no 503 ever; gentoken bounded by each budget; both see superseded; one replica ends up passing 401s back (the README figures)', { timeout: 120_000 }, async (t) => {
+    let vendor: Awaited<ReturnType<typeof startVendor>>;
+    const rule: Rule = (p) => {
+      const token = p.header('Authorization')?.replace(/^Bearer /, '');
+      return token !== undefined && token === vendor.tokens.at(-1) ? undefined : { status: 401, body: { message: 'token revoked' } };
+    };
+    vendor = await startVendor(rule);
+    t.after(() => vendor.close());
+    const clock = new FakeClock();
+    const a = await sidecar(t, vendor.url, clock);
+    const b = await sidecar(t, vendor.url, clock);
+    const statuses = { a: new Map<number, number>(), b: new Map<number, number>() };
+    const startedAt = clock.now();
+    // 480 requests to each replica, 250 ms apart (plus the time a request waits for a renewal).
+    for (let i = 0; i < 480; i++) {
+      for (const [name, s] of [['a', a], ['b', b]] as const) {
+        const status = await sendPumping(clock, s.port, PROBE);
+        statuses[name].set(status, (statuses[name].get(status) ?? 0) + 1);
+      }
+      clock.advance(250);
+    }
+    const minutes = (clock.now() - startedAt) / 60_000;
+    const summary = JSON.stringify({ a: [...statuses.a], b: [...statuses.b], gentoken: vendor.tokens.length, minutes: Math.round(minutes * 10) / 10 });
+    for (const s of [statuses.a, statuses.b]) assert.equal(s.get(503) ?? 0, 0, summary);
+    // The start, then at most token.maxGentokenPerMinute (12) in any minute each for 401s.
+    assert.ok(vendor.tokens.length <= 2 + 2 * 12 * Math.ceil(minutes), summary);
+    for (const s of [a, b]) assert.ok(await sample(s, 'b2b_sidecar_token_superseded_total') >= 3, summary);
+    const unauthorized = (statuses.a.get(401) ?? 0) + (statuses.b.get(401) ?? 0);
+    assert.ok(unauthorized > 0, `once a budget is spent its replica passes the 401s back: ${summary}`);
+    t.diagnostic(summary);
   });
 });

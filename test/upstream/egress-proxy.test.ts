@@ -46,14 +46,22 @@ describe('which proxy carries an upstream (curl\'s and Go\'s rules)', () => {
     ];
     for (const [list, url, expected] of cases) assert.equal(noProxyMatches(list, new URL(url)), expected, `${list} vs ${url}`);
     const env = { HTTPS_PROXY: 'http://p:1', no_proxy: 'vendor.example' };
-    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, env), { direct: 'api.vendor.example is in no_proxy' });
+    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, env), { direct: 'api.vendor.example matches vendor.example in no_proxy' });
+    // Said as the entry says it: `*` is every host, not "the host is in the list".
+    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, { HTTPS_PROXY: 'http://p:1', NO_PROXY: '*' }), { direct: 'NO_PROXY is *, so every host goes direct' });
+    assert.deepEqual(resolveEgress(undefined, 'k', SERVICE, { HTTPS_PROXY: 'http://p:1', NO_PROXY: 'localhost,API.vendor.example' }), { direct: 'api.vendor.example is in NO_PROXY' });
+    assert.deepEqual(resolveEgress(undefined, 'k', new URL('https://10.1.2.3'), { HTTPS_PROXY: 'http://p:1', NO_PROXY: '10.0.0.0/8' }), { direct: '10.1.2.3 matches 10.0.0.0/8 in NO_PROXY' });
     // An explicit setting is explicit: NO_PROXY belongs to the environment's proxy.
     assert.equal(resolveEgress('http://p:1', 'k', SERVICE, env).proxy?.host, 'p');
   });
 
-  it('parses proxy URLs as curl does, masks the password, refuses what it cannot use', () => {
+  it('parses proxy URLs as curl does, masks the user name and the password, refuses what it cannot use', () => {
     const p = parseProxyUrl('http://us%40er:pa%3Ass@squid.corp:3128', 'service.proxy');
-    assert.deepEqual(p, { host: 'squid.corp', port: 3128, display: 'http://us%40er:***@squid.corp:3128', source: 'service.proxy', urlAuth: 'us@er:pa:ss' });
+    assert.deepEqual(p, { host: 'squid.corp', port: 3128, display: 'http://***:***@squid.corp:3128', source: 'service.proxy', urlAuth: 'us@er:pa:ss' });
+    // A provider that puts a key in the user field: it never shows.
+    assert.equal(parseProxyUrl('http://key-in-user-field-123@squid.corp:3128', 'HTTPS_PROXY').display, 'http://***@squid.corp:3128');
+    // A malformed % escape names where the URL came from, not just "URI malformed".
+    assert.throws(() => parseProxyUrl('http://user:50%off@squid.corp:3128', 'HTTPS_PROXY'), /^Error: HTTPS_PROXY: the user name or password has a malformed % escape/);
     assert.equal(parseProxyUrl('squid.corp:3128', 'HTTPS_PROXY').port, 3128);
     assert.equal(parseProxyUrl('http://squid.corp', 'HTTPS_PROXY').port, 80);
     assert.equal(parseProxyUrl('http://[fd00::1]:3128', 'k').host, 'fd00::1');

@@ -35,7 +35,7 @@ describe('proxy credentials from proxyAuthFile', () => {
       route: 'service', target: new URL('https://api.example.com'), ca: undefined, env: {}, secrets: log.secrets, logger: log.logger,
     });
     try {
-      assert.equal(handle.path, `via proxy http://url-user:***@127.0.0.1:${proxy.port} (service.proxy)`);
+      assert.equal(handle.path, `via proxy http://***:***@127.0.0.1:${proxy.port} (service.proxy)`);
       (await handle.egress.tunnel('api.example.com', 443)).destroy();
       writeFileSync(file, 'svc:second-proxy-pass\n');
       await handle.reload();
