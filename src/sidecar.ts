@@ -168,6 +168,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
       replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
       minUploadBytesPerSecond: config.proxy.minUploadBytesPerSecond,
+      streamedUploadsPerSource: Math.max(1, Math.floor(config.proxy.maxSockets * config.proxy.streamedUploadShare)),
     });
     const counted = (listener: AnyListener) => {
       metrics.listenerStarted(listener);

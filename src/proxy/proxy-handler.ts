@@ -1,6 +1,7 @@
 /**
  * proxy/: the request path on the listener: the listener and its protocol checks, this handler,
- * attachments and route credentials, target checks, the body plan and replay copy.
+ * attachments and route credentials, target checks, the request body (received whole, or
+ * streamed within a per-source share; paced) and its replay copy.
  * May import: shared/, observability/, upstream/, and token/ only through the token manager.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -13,9 +14,10 @@ import { connectionNominated, STRIPPED_REQUEST_HEADERS, STRIPPED_RESPONSE_HEADER
 import type { IpGuard } from '../shared/ip-guard.js';
 import type { Metrics, RouteName } from '../observability/metrics.js';
 import { ClientGone, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from '../upstream/engine.js';
-import type { ReplayBudget } from './replay-body.js';
-import { planBody, type BodyPlan } from './request-body.js';
+import type { ReplayBudget, ReplayTee } from './replay-body.js';
+import { hasBody, RequestBodies, type RequestBody } from './request-body.js';
 import { UploadPaces } from './upload-pace.js';
+import { UploadShare } from './upload-share.js';
 import { isLocalSocket } from './local-socket.js';
 import { loggedPath } from './logged-path.js';
 import { checkRequestTarget } from './request-target.js';
@@ -59,12 +61,14 @@ export interface ProxyHandlerOptions {
   /** Bytes held for replay across all requests in flight. */
   replayBudget: ReplayBudget;
   logRequests: boolean;
-  /** `proxy.minUploadBytesPerSecond`: a started body slower than this over a window is cut with 408; 0 = off. */
+  /** `proxy.minUploadBytesPerSecond`: a body being read that falls behind this rate is cut with 408; 0 = off. */
   minUploadBytesPerSecond?: number;
+  /**
+   * Most request bodies one source streams upstream at once on a route (`proxy.streamedUploadShare`
+   * of `proxy.maxSockets`); more wait, unread. Unbounded when absent.
+   */
+  streamedUploadsPerSource?: number;
 }
-
-/** The window the minimum upload rate is measured over. */
-export const UPLOAD_WINDOW_MS = 10_000;
 
 /** A body that cannot be sent a second time. */
 const NOT_REPLAYABLE = Symbol('not replayable');
@@ -74,14 +78,15 @@ const GUARD_DECISION = Symbol('b2b-sidecar.guard');
 type GuardedSocket = { [GUARD_DECISION]?: boolean };
 
 /**
- * The per-request path: guard → target check → route → credentials → body plan → upstream →
- * (one replay after a 401) → response. Plain `http` handler; express stays off this path
+ * The per-request path: guard → target check → route → request body (whole, or its share) →
+ * credentials → upstream → (one replay after a 401) → response. Plain `http` handler; express stays off this path
  * because it doubles the CPU per request.
  */
 export function createProxyHandler(options: ProxyHandlerOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const { guard, metrics, logger, clock } = options;
   const replay = { limit: options.replayBodyLimitBytes, budget: options.replayBudget, onDrop: metrics.replayCaptureDropped };
-  const paces = new UploadPaces(options.minUploadBytesPerSecond ?? 0, UPLOAD_WINDOW_MS, clock);
+  const paces = new UploadPaces(options.minUploadBytesPerSecond ?? 0, clock);
+  const bodies = new RequestBodies(replay, paces, new UploadShare(options.streamedUploadsPerSource ?? Number.MAX_SAFE_INTEGER));
   const routes = [...options.routes].sort((a, b) => b.prefix.length - a.prefix.length);
 
   const allowed = (req: IncomingMessage): boolean => {
@@ -109,9 +114,12 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       sendJson(res, status, message, headers);
     };
     const gone = new ClientGone();
+    let body: RequestBody | undefined;
     res.on('close', () => { // once per response (Node's _closed flag); `on` saves `once`'s wrapper
       // The client went away before the response was complete: release the upstream request.
       if (!res.writableFinished) gone.abort();
+      // Whatever happened, the body's copy, pace and share end with the response.
+      body?.abandon();
       metrics.requestEnded();
       if (options.logRequests) {
         logger.info('request', {
@@ -129,42 +137,39 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const admitted = admit(route, url, method, req.headers);
     if ('status' in admitted) return respond(admitted.status, admitted.message, admitted.headers);
     const { path } = admitted;
-    // The body streams upstream at once (a copy kept for a replay where it fits), so the
-    // credentials are the current ones at dispatch.
-    const body = planBody(req, replay);
-    if (body.kind !== 'none') {
-      body.tee.pace = paces.watch(() => {
-        // Too slow: answer (if nothing went out yet), then release the upstream exchange and its
-        // pooled connection; the client's connection closes after the answer.
-        logger.warn('request body too slow: cut', { route: route.name, method, source, minBytesPerSecond: paces.bytesPerSecond });
-        res.shouldKeepAlive = false;
-        if (!res.headersSent) respond(408, `request body too slow: under ${paces.bytesPerSecond} bytes/s`);
-        gone.abort();
-      });
+    if (!hasBody(req)) return dispatch(undefined);
+    // Received whole first (small), or streamed within the source's share (large or chunked);
+    // either way the credentials are the current ones at dispatch.
+    body = bodies.open(req, `${route.name} ${source}`, () => {
+      // Too slow: answer (if nothing went out yet), then release the upstream exchange and its
+      // pooled connection, if it has one; the client's connection closes after the answer.
+      logger.warn('request body too slow: cut', { route: route.name, method, source, minBytesPerSecond: paces.bytesPerSecond });
+      res.shouldKeepAlive = false;
+      if (!res.headersSent) respond(408, `request body too slow: under ${paces.bytesPerSecond} bytes/s`);
+      gone.abort();
+    });
+    body.ready(dispatch);
+
+    function dispatch(content: Buffer | ReplayTee | undefined) {
+      // Cut as too slow, or gone, while the body was arriving: nothing goes upstream.
+      if (gone.aborted) return;
+      const credentials = route.credentials.current();
+      const forwarded = credentials
+        ? forward(route, req, res, credentials, body, content, gone, started, path)
+        : route.credentials.acquire().then((c) => forward(route, req, res, c, body, content, gone, started, path));
+      forwarded.then(
+        // Answered: the copy is not needed any more, and the rest of a slow upload no longer
+        // holds a service connection.
+        () => body?.settle(),
+        (err: unknown) => {
+          // No token, service unreachable, a failed upload: the engine may never have read the
+          // body. Reading the rest (and discarding it) lets the client finish sending and read the
+          // answer; a paused request would wedge its keep-alive connection.
+          body?.abandon();
+          fail(err);
+        },
+      );
     }
-    const credentials = route.credentials.current();
-    const forwarded = credentials
-      ? forward(route, req, res, credentials, body, gone, started, path)
-      : route.credentials.acquire().then((c) => forward(route, req, res, c, body, gone, started, path));
-    forwarded.then(
-      () => {
-        if (body.kind === 'none') return;
-        body.tee.release();
-        // Answered: the rest of a slow upload no longer holds a service connection.
-        body.tee.pace?.done();
-      },
-      (err: unknown) => {
-        if (body.kind !== 'none') body.tee.pace?.done();
-        // No token, service unreachable, a failed upload: the engine may never have read the
-        // body. Reading the rest (and discarding it) lets the client finish sending and read the
-        // answer; a paused request would wedge its keep-alive connection.
-        if (body.kind !== 'none') {
-          body.tee.release();
-          body.tee.destroy();
-        }
-        fail(err);
-      },
-    );
 
     function fail(err: unknown) {
       if (gone.aborted || res.destroyed) return; // client gone: nobody to answer
@@ -182,11 +187,10 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
    */
   function forward(
     route: ProxyRoute, req: IncomingMessage, res: ServerResponse, credentials: RouteCredentials,
-    plan: BodyPlan, signal: ClientGone, started: number, path: string,
+    plan: RequestBody | undefined, content: Buffer | ReplayTee | undefined, signal: ClientGone, started: number, path: string,
   ): Promise<void> {
     const method = req.method ?? 'GET';
-    const tee = plan.kind === 'tee' ? plan.tee : undefined;
-    let body: UpstreamRequest['body'] = plan.kind === 'none' ? undefined : plan.tee;
+    let body: UpstreamRequest['body'] = content;
     const send = (c: RouteCredentials, fresh: boolean) => route.engine.send({
       method,
       path: route.stripQuery.size || c.prepared.query ? rewriteQuery(path, route.stripQuery, c.prepared.query) : path,
@@ -197,8 +201,8 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     });
     /** The whole body for a second attempt, or NOT_REPLAYABLE (streamed, or its copy given up). */
     const bodyAgain = async (): Promise<Buffer | undefined | typeof NOT_REPLAYABLE> => {
-      if (plan.kind === 'none') return undefined;
-      return (await tee?.captured()) ?? NOT_REPLAYABLE;
+      if (plan === undefined) return undefined;
+      return (await plan.again()) ?? NOT_REPLAYABLE;
     };
     let retried = false;
     /** After a failed attempt: once more on a fresh connection when a stale keep-alive one failed before any answer (once per client request). */
@@ -215,7 +219,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     };
     const deliver = (upstream: UpstreamResponse): void => {
       // The copy is only for a second attempt before an answer: not needed past this point.
-      tee?.release();
+      plan?.settle();
       writeResponse(route, req, res, upstream, started);
     };
     const answered = (upstream: UpstreamResponse): void | Promise<void> => {
@@ -225,7 +229,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
         return deliver(upstream);
       }
       metrics.upstreamUnauthorized();
-      return replayAfterUnauthorized(route, credentials, upstream, plan.kind === 'stream', path, async (renewed) => {
+      return replayAfterUnauthorized(route, credentials, upstream, plan !== undefined && !plan.replayable, path, async (renewed) => {
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) return undefined;
         body = again;

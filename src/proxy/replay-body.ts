@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import type { CaptureDropReason } from '../observability/metrics.js';
+import type { StreamedBody } from '../upstream/engine.js';
 import type { UploadPace } from './upload-pace.js';
 
 /**
@@ -44,7 +45,7 @@ const clientAborted = () => Object.assign(new Error('client aborted the request 
  * the service answered before reading everything), `captured()` keeps reading the client into
  * the copy, so a replay can still send the whole body.
  */
-export class ReplayTee extends Readable {
+export class ReplayTee extends Readable implements StreamedBody {
   readonly #req: IncomingMessage;
   readonly #limit: number;
   readonly #budget: ReplayBudget;
@@ -58,6 +59,8 @@ export class ReplayTee extends Readable {
   #waiters: Array<(body: Buffer | undefined) => void> = [];
   /** The minimum upload rate's watch of this body, if any. */
   pace: UploadPace | undefined;
+  /** The engine's: runs as chunks are handed on and at the end (its header deadline restarts). */
+  onProgress: (() => void) | undefined = undefined;
 
   /** `limit` 0: no copy at all (a body declared larger than the limit, or replay off). */
   constructor(req: IncomingMessage, limit: number, budget: ReplayBudget, onDrop: (reason: CaptureDropReason) => void) {
@@ -123,6 +126,7 @@ export class ReplayTee extends Readable {
     if (this.#chunks) this.#capture(chunk);
     if (this.#detached) return;
     if (!this.push(chunk)) this.#req.pause();
+    this.onProgress?.();
   };
 
   #capture(chunk: Buffer): void {
@@ -141,7 +145,10 @@ export class ReplayTee extends Readable {
   readonly #onEnd = (): void => {
     this.#ended = true;
     this.pace?.done();
-    if (!this.#detached) this.push(null);
+    if (!this.#detached) {
+      this.push(null);
+      this.onProgress?.();
+    }
     // Joined only for a replay that waits for it: most bodies are never sent twice.
     if (this.#chunks && this.#waiters.length > 0) this.#settle(this.#whole());
   };

@@ -1,35 +1,122 @@
 import type { IncomingMessage } from 'node:http';
 import type { CaptureDropReason } from '../observability/metrics.js';
+import { BufferedBody } from './buffered-body.js';
 import { ReplayTee, type ReplayBudget } from './replay-body.js';
+import type { UploadPace, UploadPaces } from './upload-pace.js';
+import type { UploadShare, UploadSlot } from './upload-share.js';
+import type { RequestBody } from './body-source.js';
 
-/**
- * How a request body goes upstream: none; streamed straight from the client (not replayable:
- * declared larger than the replay limit, or replay off); or streamed while a copy is kept for
- * one replay (a Content-Length within the limit, or chunked — dropped if it outgrows it).
- * Bodies are never held back before sending: a slow upload reaches the service as it arrives.
- */
-export type BodyPlan = { kind: 'none' } | { kind: 'stream'; tee: ReplayTee } | { kind: 'tee'; tee: ReplayTee };
-
-const NONE: BodyPlan = { kind: 'none' };
+export type { RequestBody } from './body-source.js';
 
 export interface ReplayCapture {
-  /** Largest body copied for replay, bytes (0: replay of bodies off). */
+  /** Largest body copied for replay (and received before dispatch), bytes; 0: both off. */
   limit: number;
   budget: ReplayBudget;
   onDrop(reason: CaptureDropReason): void;
 }
 
+/** True when the request has a body to send (Content-Length above 0, or chunked). */
+export function hasBody(req: IncomingMessage): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  const length = req.headers['content-length'];
+  return length !== undefined && length !== '0';
+}
+
 /**
- * Both streamed kinds go through a ReplayTee, the copy-less one too: an engine that gives up on an
- * upload destroys the stream it was handed, and that must not be the client's request (its
- * connection, and the answer on its way, would go with it).
+ * The one request-body source for both engines (docs/design.md, "Request bodies"). A body with a
+ * Content-Length within `proxy.replayBodyLimitBytes` is received whole before the request takes a
+ * pooled service connection (nginx's `proxy_request_buffering on`), so a slow client costs the
+ * service pool nothing; the engine gets a Buffer, which is also the replay copy. A larger or
+ * chunked body streams (a ReplayTee, a copy kept while it fits), and only within the source's
+ * share of the pool (upload-share.ts). Every body, either way, is held to the minimum upload
+ * rate (upload-pace.ts) while it is read. Built once per handler.
  */
-export function planBody(req: IncomingMessage, replay: ReplayCapture): BodyPlan {
-  if (req.headers['transfer-encoding'] === undefined) {
-    const length = req.headers['content-length'];
-    if (length === undefined || length === '0') return NONE;
-    if (Number(length) > replay.limit) return { kind: 'stream', tee: new ReplayTee(req, 0, replay.budget, replay.onDrop) };
+export class RequestBodies {
+  constructor(readonly replay: ReplayCapture, readonly paces: UploadPaces, readonly share: UploadShare) {}
+
+  /**
+   * The body of a request for which `hasBody` is true. `key` names the share it streams under
+   * (route and source); `onSlow` runs once if the upload falls below the minimum rate.
+   */
+  open(req: IncomingMessage, key: string, onSlow: () => void): RequestBody {
+    const replay = this.replay;
+    if (req.headers['transfer-encoding'] === undefined) {
+      const length = Number(req.headers['content-length']);
+      if (length <= replay.limit) {
+        // Booked whole up front: the budget bounds what slow clients can make the sidecar hold.
+        if (replay.budget.take(length)) return new BufferedBody(req, length, replay.budget, this.paces.watch(onSlow));
+        replay.onDrop('global_limit');
+      }
+      return new StreamedRequestBody(req, this, key, 0, onSlow);
+    }
+    return new StreamedRequestBody(req, this, key, replay.limit, onSlow);
   }
-  const kind = replay.limit === 0 ? 'stream' : 'tee';
-  return { kind, tee: new ReplayTee(req, replay.limit, replay.budget, replay.onDrop) };
+}
+
+/**
+ * A body that streams upstream: it waits for its share (unread, so the client is held back),
+ * then a ReplayTee reads it, paced, keeping a copy of up to `copyLimit` bytes.
+ */
+class StreamedRequestBody implements RequestBody {
+  readonly replayable: boolean;
+  readonly #req: IncomingMessage;
+  readonly #bodies: RequestBodies;
+  readonly #copyLimit: number;
+  readonly #onSlow: () => void;
+  readonly #slot: UploadSlot;
+  #tee: ReplayTee | undefined;
+  #pace: UploadPace | undefined;
+  #send: ((content: ReplayTee) => void) | undefined;
+  #over = false;
+
+  constructor(req: IncomingMessage, bodies: RequestBodies, key: string, copyLimit: number, onSlow: () => void) {
+    this.replayable = copyLimit > 0;
+    this.#req = req;
+    this.#bodies = bodies;
+    this.#copyLimit = copyLimit;
+    this.#onSlow = onSlow;
+    this.#slot = bodies.share.take(key, this.#start);
+  }
+
+  readonly #start = (): void => {
+    if (this.#over) return;
+    const { replay, paces } = this.#bodies;
+    const tee = new ReplayTee(this.#req, this.#copyLimit, replay.budget, replay.onDrop);
+    tee.pace = this.#pace = paces.watch(this.#onSlow);
+    this.#tee = tee;
+    // Complete (or gone), the body no longer holds an upstream connection for its upload.
+    this.#req.once('end', this.#endSlot);
+    this.#req.once('close', this.#endSlot);
+    const send = this.#send;
+    this.#send = undefined;
+    send?.(tee);
+  };
+
+  readonly #endSlot = (): void => this.#slot.end();
+
+  ready(send: (content: ReplayTee) => void): void {
+    if (this.#tee) send(this.#tee);
+    else this.#send = send;
+  }
+
+  async again(): Promise<Buffer | undefined> {
+    return this.#tee?.captured();
+  }
+
+  settle(): void {
+    this.#tee?.release();
+    this.#pace?.done();
+    this.#slot.end();
+  }
+
+  abandon(): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#send = undefined;
+    this.settle();
+    // Read the rest and discard it, so that the client can finish sending and read its answer
+    // (the tee, whether or not an engine still reads it, detaches from its consumer).
+    if (this.#tee) this.#tee.destroy();
+    else if (!this.#req.complete) this.#req.resume();
+  }
 }

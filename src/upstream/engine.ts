@@ -16,8 +16,11 @@ export interface UpstreamRequest {
   /** Origin-form path and query, relative to the engine's base URL. */
   path: string;
   headers: Record<string, string | string[]>;
-  /** A complete body (a replay), a stream (the client's, or a ReplayTee copying it), or none. */
-  body: Buffer | Readable | undefined;
+  /**
+   * A complete body (received before dispatch, or a replay's copy), a stream still arriving from
+   * the client, or none. Both come from the proxy's one request-body source (proxy/request-body.ts).
+   */
+  body: Buffer | StreamedBody | undefined;
   /** Fires when the client goes away; the engine must then release the upstream request. */
   signal: ClientGone;
   /**
@@ -25,6 +28,16 @@ export interface UpstreamRequest {
    * (see upstream-retry.ts).
    */
   fresh?: boolean;
+}
+
+/**
+ * A request body the engine reads as it arrives, paced and bounded by the proxy. The engine sets
+ * `onProgress` before reading: it runs whenever client bytes are handed on and once at the end,
+ * so the engine's header deadline can count from the last of them (a slow upload is not the
+ * service's delay; the proxy's minimum upload rate bounds the client).
+ */
+export interface StreamedBody extends Readable {
+  onProgress: (() => void) | undefined;
 }
 
 export interface UpstreamResponse {

@@ -187,11 +187,10 @@ function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<Ups
       () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
       ctx.headersTimeoutMs,
     );
-    // A streamed upload counts from its end: a slow client is not the service's delay (the
-    // listener's requestTimeoutMs bounds the client).
-    let deadline: ReturnType<typeof setTimeout> | undefined;
-    if (!upload) deadline = armDeadline();
-    else upload.once('end', () => { if (!settled) deadline = armDeadline(); });
+    // Restarted whenever a streamed upload makes progress (the body's own report): a slow client
+    // is not the service's delay (the proxy's minimum upload rate bounds the client).
+    const deadline = armDeadline();
+    if (upload) upload.onProgress = () => void (settled || deadline.refresh());
     if (request.signal.aborted) return onAbort();
     request.signal.onAbort(onAbort);
     exchange.once('upstream-response', (proxyRes: IncomingMessage) => {

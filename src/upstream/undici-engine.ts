@@ -53,13 +53,15 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
       if (request.signal.aborted) return Promise.reject(clientAborted());
       return new Promise<UpstreamResponse>((resolve, reject) => {
         const exchange = new UndiciExchange(request.signal, resolve, reject, deadlines, reports);
+        const body = request.body;
+        if (body !== undefined && !Buffer.isBuffer(body)) body.onProgress = () => exchange.bodyProgress();
         if (closed) return reject(Object.assign(new Error('the engine is closed'), { code: 'UND_ERR_CLOSED' }));
         const dispatcher: Dispatcher = request.fresh ? (freshPool ??= new Pool(options.baseUrl.origin, { ...poolOptions, pipelining: 0 })) : pool;
         dispatcher.dispatch({
           method: request.method as 'GET',
           path: basePath + request.path,
           headers: request.headers,
-          body: request.body ?? null,
+          body: body ?? null,
         }, exchange);
       });
     },

@@ -100,9 +100,12 @@ export class UndiciExchange implements UpstreamBody, DeadlineEntry, ConnectionAw
     if (connection && connection.responses > 0 && this.#reports) this.#idleMs = this.#reports.clock.now() - connection.idleSince;
   }
 
-  // The header deadline restarts with every piece of request body written and once the request
-  // is sent, as undici's own headersTimeout does: a slow streamed upload is not the service's delay.
-  onBodySent(): void {
+  /**
+   * The header deadline restarts whenever the streamed request body makes progress (the body's
+   * own report, see StreamedBody) and once the request is sent: a slow upload is not the
+   * service's delay.
+   */
+  bodyProgress(): void {
     if (this.#reject) this.#deadlines?.headers.add(this);
   }
 

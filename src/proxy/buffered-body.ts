@@ -1,0 +1,74 @@
+import type { IncomingMessage } from 'node:http';
+import type { ReplayBudget } from './replay-body.js';
+import type { RequestBody } from './body-source.js';
+import type { UploadPace } from './upload-pace.js';
+
+/**
+ * A request body received whole before it goes upstream (see request-body.ts). Its declared
+ * length is booked in the replay budget by the caller and given back by `settle`; the Buffer is
+ * what the engine sends and, unchanged, what a replay or retry sends again.
+ */
+export class BufferedBody implements RequestBody {
+  readonly replayable = true;
+  readonly #req: IncomingMessage;
+  readonly #length: number;
+  readonly #budget: ReplayBudget;
+  readonly #pace: UploadPace | undefined;
+  #chunks: Buffer[] | undefined = [];
+  #size = 0;
+  #whole: Buffer | undefined;
+  #send: ((content: Buffer) => void) | undefined;
+  #booked = true;
+
+  constructor(req: IncomingMessage, length: number, budget: ReplayBudget, pace: UploadPace | undefined) {
+    this.#req = req;
+    this.#length = length;
+    this.#budget = budget;
+    this.#pace = pace;
+    req.on('data', this.#onData);
+    req.once('end', this.#onEnd);
+  }
+
+  readonly #onData = (chunk: Buffer): void => {
+    this.#pace?.progress(chunk.length);
+    if (!this.#chunks) return; // abandoned: read and discarded
+    this.#chunks.push(chunk);
+    this.#size += chunk.length;
+  };
+
+  readonly #onEnd = (): void => {
+    this.#pace?.done();
+    const chunks = this.#chunks;
+    if (!chunks) return;
+    // One chunk (a small body arrives with its headers) is sent as it is, without a copy.
+    this.#whole = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#size);
+    this.#chunks = undefined;
+    const send = this.#send;
+    this.#send = undefined;
+    send?.(this.#whole);
+  };
+
+  ready(send: (content: Buffer) => void): void {
+    if (this.#whole) send(this.#whole);
+    else this.#send = send;
+  }
+
+  async again(): Promise<Buffer | undefined> {
+    return this.#whole;
+  }
+
+  settle(): void {
+    this.#pace?.done();
+    if (!this.#booked) return;
+    this.#booked = false;
+    this.#budget.give(this.#length);
+  }
+
+  abandon(): void {
+    this.settle();
+    this.#send = undefined;
+    this.#chunks = undefined;
+    // Read the rest and discard it, so that the client can finish sending and read its answer.
+    if (!this.#req.complete) this.#req.resume();
+  }
+}
