@@ -9,7 +9,6 @@ import { createAdminHandler } from './observability/admin.js';
 import { createMetrics, createRegistry, type AnyListener, type Metrics } from './observability/metrics.js';
 import { createListener, type Listener } from './proxy/listener.js';
 import { groupId } from './proxy/local-socket.js';
-import { rmSync } from 'node:fs';
 import { createProxyHandler, type ProxyRoute } from './proxy/proxy-handler.js';
 import { ReplayBudget } from './proxy/replay-body.js';
 import { startServicePart, tokenClientOptions, transportOptions, type ServicePart } from './service/service-part.js';
@@ -174,7 +173,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       metrics.listenerStarted(listener);
       return { onOpen: () => metrics.connectionOpened(listener), onClose: () => metrics.connectionClosed(listener) };
     };
-    const proxyListener = createListener(handler, config.proxy, logger, { onRefused: (reason) => metrics.connectionRefused('proxy', reason), ...counted('proxy') });
+    const now = () => clock.now();
+    const proxyListener = createListener(handler, config.proxy, logger, {
+      onRefused: (reason) => metrics.connectionRefused('proxy', reason), ...counted('proxy'),
+      full: { listener: 'proxy', remedy: 'raise proxy.maxConnections if the clients are expected', now },
+    });
     listener = proxyListener;
     const adminGuard = compileIpGuard(config.admin.allow);
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
@@ -190,6 +193,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       exemptFromPerSource: (peer) => peer !== undefined && PROBE_SOURCES.has(peer),
       onRefused: (reason) => metrics.connectionRefused('admin', reason),
       ...counted('admin'),
+      full: { listener: 'admin', remedy: 'the admin listener takes 64 connections (fixed): find the clients holding them; admin.maxConnectionsPerSource bounds each source', now },
     });
     // Each registered before it binds: a stop() racing the bind still closes it.
     const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
@@ -197,17 +201,17 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const socketPath = config.listen.socket;
     if (socketPath) {
       // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
-      const onSocket = createListener(handler, config.proxy, logger, { local: true, ...counted('socket') });
-      socketListener = onSocket;
-      // Registered before it binds, like the TCP listeners: a failure after the file exists
-      // (its mode or group refused) must still close the listener and remove the file, or the
-      // open listener keeps a process that could not start alive. Only a file this listener
-      // made is removed, never a live one it refused to take (listening says it made one).
-      await group.started(onSocket, async () => {
-        const ours = onSocket.server.listening;
-        await onSocket.close(0);
-        if (ours) rmSync(socketPath, { force: true });
+      const onSocket = createListener(handler, config.proxy, logger, {
+        local: true, ...counted('socket'),
+        onRefused: (reason) => metrics.connectionRefused('socket', reason),
+        full: { listener: 'socket', remedy: 'raise proxy.maxConnections if the clients are expected (the socket has its own count)', now },
       });
+      socketListener = onSocket;
+      // Registered before it binds, like the TCP listeners: a failure after it bound (its mode or
+      // group refused, the path taken meanwhile) must still close the listener, or the open
+      // listener keeps a process that could not start alive. close() removes the socket file
+      // only if this listener put it there, never a live one it refused to take.
+      await group.started(onSocket, () => onSocket.close(0));
       const socketGroup = config.listen.socketGroup;
       await Promise.resolve()
         .then(() => onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), socketGroup ? groupId(socketGroup) : undefined))

@@ -243,9 +243,11 @@ export type Engine = 'undici' | 'http-proxy';
  */
 export async function startSidecar(
   dir: string, up: Upstream, caFile: string, engine: Engine, label = `sidecar-${engine}`, proxy: Record<string, unknown> = {},
+  /** Keys added to a section (the soak: `service.proxy`); `credentials` given here replaces the inline pair. */
+  sections: Record<string, Record<string, unknown>> = {},
 ): Promise<SidecarProc> {
   mkdirSync(dir, { recursive: true });
-  const config = {
+  const base: Record<string, Record<string, unknown>> = {
     listen: { host: '127.0.0.1', port: 0 },
     admin: { host: '127.0.0.1', port: 0 },
     service: { baseUrl: up.url, caFile },
@@ -255,6 +257,8 @@ export async function startSidecar(
     log: { level: 'info', requests: false },
     shutdown: { delaySeconds: 0, timeoutSeconds: 1 },
   };
+  const config: Record<string, Record<string, unknown>> = { ...sections };
+  for (const [k, v] of Object.entries(base)) config[k] = k === 'credentials' && sections[k] ? sections[k] : { ...v, ...sections[k] };
   const file = join(dir, `${label}.yaml`);
   writeFileSync(file, stringify(config), { mode: 0o600 });
   const env = proxyEnv({ NODE_OPTIONS: deployedNodeOptions() });

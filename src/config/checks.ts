@@ -11,6 +11,8 @@ import { pemCertificatesProblem } from '../shared/tls.js';
 import { API_PREFIX, GENTOKEN_PATH } from '../shared/api-paths.js';
 import { parseProxyUrl, resolveEgress } from '../shared/egress-proxy.js';
 import { loadClientCertificateSync } from '../shared/client-certificate.js';
+import { MAX_SOCKET_PATH_BYTES, PRIVATE_PATH_EXTRA } from '../shared/socket-path.js';
+import { socketDirectoryProblem } from './socket-directory.js';
 
 /** Records one problem at a config path; the caller formats it with the key's env var. */
 export type { Report } from './walk.js';
@@ -291,8 +293,18 @@ function checkSocket(listen: Section, wideOk: boolean, report: Report): void {
   const { socket, socketMode } = listen;
   if (typeof socket !== 'string' || !socket.startsWith('/')) return;
   const dir = dirname(socket);
+  const bytes = Buffer.byteLength(dir) + PRIVATE_PATH_EXTRA;
+  if (Buffer.byteLength(socket) > MAX_SOCKET_PATH_BYTES || bytes > MAX_SOCKET_PATH_BYTES) {
+    report(['listen', 'socket'], `is too long for a unix socket: its directory may have at most ${MAX_SOCKET_PATH_BYTES - PRIVATE_PATH_EXTRA} bytes and the whole path ${MAX_SOCKET_PATH_BYTES}`);
+  }
   try {
-    if (!statSync(dir).isDirectory()) report(['listen', 'socket'], `${dir} is not a directory`);
+    const stat = statSync(dir);
+    if (!stat.isDirectory()) report(['listen', 'socket'], `${dir} is not a directory`);
+    else {
+      // The user this check runs as stands for the sidecar's: run the check as the service's user.
+      const problem = socketDirectoryProblem(stat, process.geteuid?.() ?? 0);
+      if (problem) report(['listen', 'socket'], `directory ${dir} ${problem}`);
+    }
   } catch {
     report(['listen', 'socket'], `directory ${dir} does not exist`);
   }

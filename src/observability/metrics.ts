@@ -19,7 +19,7 @@ export type ListenerName = 'proxy' | 'admin';
 /** Every listener (`connections_opened_total{listener}`): the proxy on TCP, on its unix socket, the admin listener. */
 export type AnyListener = ListenerName | 'socket';
 /** Why a connection was refused as it opened (see proxy/listener.ts). */
-export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit';
+export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit' | 'max_connections';
 /** Configured route names; the only values the `route` label can take (never a raw path). */
 export type RouteName = 'service' | 'localization';
 
@@ -67,8 +67,8 @@ export interface Metrics {
    * alerts can tell the sidecar's own 502/503/504 from the service's.
    */
   localResponse(route: RouteName, code: number): void;
-  /** A connection refused as it opened: a source outside admin.allow, or over its per-source limit. */
-  connectionRefused(listener: ListenerName, reason: ConnectionRefusalReason): void;
+  /** A connection refused as it opened: a source outside admin.allow, over its per-source limit, or the listener full (the unix socket's only reason). */
+  connectionRefused(listener: AnyListener, reason: ConnectionRefusalReason): void;
   /** A young, accepted token this process still held was rejected: another holder of the ApiKey? */
   tokenSuperseded(): void;
   /** A listener is up: its connection series start at 0. */
@@ -104,7 +104,7 @@ const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed']
 const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
 const ROUTES: readonly RouteName[] = ['service', 'localization'];
 const LISTENERS: readonly ListenerName[] = ['proxy', 'admin'];
-const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit'];
+const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit', 'max_connections'];
 /**
  * The values the `route` and `method` labels can take, for the metrics table (docs/metrics.md)
  * (observability/metrics-table.ts); the recording below normalises every request to one of them.
@@ -230,10 +230,11 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   });
   for (const reason of DROP_REASONS) replayDropped.labels(reason).inc(0);
   const refused = new Counter({
-    name: `${PREFIX}connections_refused_total`, help: 'Connections closed as they opened, before any request: a source outside admin.allow (not_allowed) or over maxConnectionsPerSource (per_source_limit), by listener.',
+    name: `${PREFIX}connections_refused_total`, help: 'Connections closed as they opened, before any request: a source outside admin.allow (not_allowed), over maxConnectionsPerSource (per_source_limit), or the listener full (max_connections: proxy.maxConnections, 64 on admin; the socket listener has only this reason), by listener.',
     labelNames: ['listener', 'reason'] as const, registers,
   });
   for (const listener of LISTENERS) for (const reason of REFUSALS) refused.labels(listener, reason).inc(0);
+  refused.labels('socket', 'max_connections').inc(0);
   new Gauge({
     name: `${PREFIX}attach_suspect`, help: '1 while no request succeeds with the token as token.attach presents it (fresh tokens get 401 on several paths, or only refusals such as 400, 403, 404 or a redirect on several paths; run doctor --discover-attach), else 0.', registers,
     collect() { this.set(scrape.attachSuspect?.() ? 1 : 0); },

@@ -7,8 +7,8 @@ import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js'
 import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
-import { chmodSync, chownSync } from 'node:fs';
-import { clearStaleSocket, LOCAL_SOCKET } from './local-socket.js';
+import { clearStaleSocket, createSocketFile, LOCAL_SOCKET, removeSocketFile, type SocketFile } from './local-socket.js';
+import { fullListenerLogger, type FullListenerReport } from './full-listener.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -21,8 +21,8 @@ export interface ListenerLimits {
   keepAliveTimeoutMs?: number;
 }
 
-/** Why a connection was refused before any request was read. */
-export type ConnectionRefusal = 'not_allowed' | 'per_source_limit';
+/** Why a connection was refused before any request was read (`max_connections`: Node dropped it, the listener being full). */
+export type ConnectionRefusal = 'not_allowed' | 'per_source_limit' | 'max_connections';
 
 /** Decisions taken when a connection opens, before Node's parser sees a byte. */
 export interface ConnectionPolicy {
@@ -34,6 +34,8 @@ export interface ConnectionPolicy {
   exemptFromPerSource?: (peer: string | undefined) => boolean;
   /** A unix-socket listener: connections are marked local (the handler's guard lets them through). */
   local?: boolean;
+  /** Reports connections dropped because the listener holds `maxConnections` (a log line at most once a minute). */
+  full?: FullListenerReport;
   /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
   onOpen?: () => void;
   onClose?: () => void;
@@ -47,8 +49,9 @@ export interface Listener {
   listen(host: string, port: number): Promise<number>;
   /**
    * Listens on a unix socket at `path` instead: a stale socket is replaced only if nothing answers
-   * on it; the file is created with `mode` (under a matching umask, so it is never more open) and
-   * given `gid` when set. Pair with the `local` connection policy.
+   * on it; the file gets `mode` and `gid` (when set) before it appears at `path`, and nothing is
+   * done through `path` (local-socket.ts createSocketFile). `close()` removes that file, and only
+   * it. Pair with the `local` connection policy.
    */
   listenPath(path: string, mode: number, gid?: number): Promise<void>;
   /** Stops accepting, lets in-flight requests finish for up to `timeoutMs`, then cuts the rest. */
@@ -59,6 +62,9 @@ export interface Listener {
 
 const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 503: 'Service Unavailable' };
 
+/** How long an idle client connection stays open after a response, unless the limits say. */
+const LISTENER_KEEP_ALIVE_MS = 5000;
+
 /**
  * Wraps a request handler in an `http` server hardened against slow and malformed clients
  * (docs/traps.md T22–23, 30, 32): header and request timeouts, a header size cap (and no header
@@ -67,9 +73,6 @@ const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidde
  * the only transfer coding, a connection's requests handed over in arrival order, `h2c`
  * upgrade offers ignored and every other upgrade and CONNECT refused.
  */
-/** How long an idle client connection stays open after a response, unless the limits say. */
-const LISTENER_KEEP_ALIVE_MS = 5000;
-
 export function createListener(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   limits: ListenerLimits,
@@ -113,7 +116,7 @@ export function createListener(
       admitInOrder(req, res, dispatch);
     },
   );
-  // All four explicitly: Node's defaults differ between releases (docs/traps.md T52). No socket
+  // All four explicitly: Node's defaults differ between releases (docs/traps.md T55). No socket
   // inactivity limit: a long download or upload may be silent on one side while the upstream
   // deadlines and the listener's request timeout bound it.
   setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });
@@ -122,6 +125,13 @@ export function createListener(
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
   server.maxConnections = limits.maxConnections;
+  // Past maxConnections Node closes each new connection at once and says so only through 'drop'
+  // (docs/traps.md T52): count it and say it, or a full listener is invisible.
+  const logFull = policy.full ? fullListenerLogger(logger, limits.maxConnections, policy.full) : undefined;
+  server.on('drop', () => {
+    policy.onRefused?.('max_connections');
+    logFull?.();
+  });
   const { onOpen, onClose } = policy;
   if (onOpen && onClose) {
     server.prependListener('connection', (socket: Socket) => {
@@ -149,6 +159,12 @@ export function createListener(
     else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
   });
 
+  // The unix socket this listener linked into place (listenPath): removed when it closes.
+  let socketFile: SocketFile | undefined;
+  const removeOwnSocket = (): void => {
+    if (socketFile) removeSocketFile(socketFile);
+    socketFile = undefined;
+  };
   return {
     server,
     get inflight() {
@@ -165,23 +181,16 @@ export function createListener(
     },
     async listenPath(path, mode, gid) {
       await clearStaleSocket(path);
-      const previous = process.umask(0o777 & ~mode);
-      try {
-        await new Promise<void>((resolve, reject) => {
-          server.once('error', reject);
-          server.listen(path, () => {
-            server.off('error', reject);
-            resolve();
-          });
+      socketFile = await createSocketFile(path, mode, gid, (at) => new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(at, () => {
+          server.off('error', reject);
+          resolve();
         });
-      } finally {
-        process.umask(previous);
-      }
-      chmodSync(path, mode);
-      if (gid !== undefined) chownSync(path, -1, gid);
+      }));
     },
     async close(timeoutMs = 0) {
-      if (!server.listening) return;
+      if (!server.listening) return removeOwnSocket();
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
@@ -192,6 +201,7 @@ export function createListener(
       }
       server.closeAllConnections();
       await closed;
+      removeOwnSocket();
     },
   };
 }

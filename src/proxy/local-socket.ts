@@ -1,5 +1,7 @@
 import { connect } from 'node:net';
-import { lstatSync, readFileSync, unlinkSync } from 'node:fs';
+import { chmodSync, lchownSync, linkSync, lstatSync, mkdtempSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { PRIVATE_DIR_PREFIX } from '../shared/socket-path.js';
 
 /**
  * The unix-socket listener's side of things: its connections carry no address, so the source
@@ -35,6 +37,54 @@ export async function clearStaleSocket(path: string): Promise<void> {
   });
   if (live) throw new Error(`${path} is in use by a running process (another sidecar?)`);
   unlinkSync(path);
+}
+
+/**
+ * Creates the socket at `path` safe from the start (docs/traps.md T50): `bind` listens in a
+ * directory this process has just made (mode 0700, nobody else can enter it), the file gets its
+ * mode and group there, and a hard link then puts it at `path`. Nothing is ever changed through
+ * `path` itself, so a symlink (or any file) someone swaps in there is never followed or replaced:
+ * the link fails with EEXIST instead. The private directory is removed whatever happens.
+ */
+export async function createSocketFile(path: string, mode: number, gid: number | undefined, bind: (at: string) => Promise<void>): Promise<SocketFile> {
+  const dir = mkdtempSync(join(dirname(path), PRIVATE_DIR_PREFIX));
+  const at = join(dir, 's');
+  try {
+    await bind(at);
+    chmodSync(at, mode);
+    if (gid !== undefined) lchownSync(at, -1, gid);
+    try {
+      linkSync(at, path);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${path} appeared while the socket was being created: not replaced`);
+      throw err;
+    }
+    const { dev, ino } = lstatSync(at);
+    return { path, dev, ino };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The socket file a listener put at `path`: removed on close only while `path` still names it. */
+export interface SocketFile {
+  readonly path: string;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+/**
+ * Removes the socket this process made, and nothing else: the server's close unlinks only the path
+ * it bound (in the private directory, already gone), and whatever has since been put at `path`
+ * (another sidecar's live socket, someone's file) stays.
+ */
+export function removeSocketFile(file: SocketFile): void {
+  try {
+    const now = lstatSync(file.path);
+    if (now.dev === file.dev && now.ino === file.ino) unlinkSync(file.path);
+  } catch {
+    // already gone
+  }
 }
 
 /** A group name or number as a gid (names from /etc/group), or why not. */

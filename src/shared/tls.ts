@@ -4,11 +4,11 @@ import { FileRefusedError, MAX_PEM_FILE_BYTES, readBoundedFileSync } from './bou
 import { createRequire } from 'node:module';
 import type { SecureContext } from 'node:tls';
 
-/** A client certificate and key as a TLS context takes them (shared/client-certificate.ts checks them). */
+/** A client certificate and key as a TLS context takes them (shared/client-certificate.ts checks them and decrypts the key once). */
 export interface ClientCertificatePem {
   readonly certPem: string;
-  readonly keyPem: string;
-  readonly passphrase: string | undefined;
+  /** The key without a passphrase: building a context never runs the key derivation again. */
+  readonly contextKeyPem: string;
 }
 
 // node:tls through require, not an ES import: Node builds an ES module's view of a built-in by
@@ -95,7 +95,7 @@ export function tlsContext(ca: TrustedCas | undefined, identity: ClientCertifica
   if (!identity) return trustContext(ca);
   const cached = identityContexts.get(identity);
   if (cached && cached.ca === ca) return cached.context;
-  const native = tls.createSecureContext({ cert: identity.certPem, key: identity.keyPem, ...(identity.passphrase !== undefined ? { passphrase: identity.passphrase } : {}) }) as SecureContext & { context?: { addCACert?: (pem: string) => void } };
+  const native = tls.createSecureContext({ cert: identity.certPem, key: identity.contextKeyPem }) as SecureContext & { context?: { addCACert?: (pem: string) => void } };
   if (ca) {
     if (typeof native.context?.addCACert !== 'function') throw new Error('this Node cannot add a CA to a TLS context');
     const extra = nodeExtraCaCerts();

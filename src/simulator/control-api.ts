@@ -17,6 +17,7 @@ export const CONTROL_ROUTES = [
   'POST /_simulator/latency {"ms":N,"scope":"token"|"api"|"all"}',
   'POST /_simulator/ttl     {"seconds":N}',
   'POST /_simulator/revoke                                   revoke every issued token',
+  'POST /_simulator/password {"password":"..."}              rotate the password (the previous one stays accepted)',
   'POST /_simulator/reset                                    clear faults and latency, zero the counters',
 ] as const;
 
@@ -44,6 +45,13 @@ const POST_ROUTES: Record<string, Handler> = {
     if (seconds === undefined) return 'seconds must be a non-negative integer';
     ctx.faults.setTtl(seconds);
     return ctx.faults.describe();
+  },
+  password(body, ctx) {
+    const next = body['password'];
+    if (typeof next !== 'string' || next === '') return 'password must be a non-empty string';
+    ctx.previousPassword = ctx.password;
+    ctx.password = next;
+    return { rotated: true };
   },
   revoke(_body, ctx) {
     ctx.faults.revokeAll();

@@ -64,7 +64,7 @@ function rejectReason(req: IncomingMessage, body: string | undefined, ctx: SimCo
   if (typeof password !== 'string') return 'password must be a string';
   // One message for a wrong key or a wrong password: the service should not say which one.
   const keyOk = safeEqual(apiKey, ctx.apiKey);
-  const passwordOk = safeEqual(password, ctx.password);
+  const passwordOk = safeEqual(password, ctx.password) || (ctx.previousPassword !== undefined && safeEqual(password, ctx.previousPassword));
   return keyOk && passwordOk ? undefined : 'invalid ApiKey or password';
 }
 

@@ -88,6 +88,13 @@ const MARGIN_FRACTION = 0.1;
 const JITTER_FRACTION = 0.1;
 /** Even when a response arrives after its renewal time, do not renew back to back. */
 const MIN_RENEW_DELAY_MS = 250;
+/**
+ * A 401 whose renewal the budget holds back waits for the token's scheduled renewal (never held
+ * back) when it falls due within this long, and is replayed with its token: under revocations,
+ * short-lived tokens then cost clients no 401 and the service no extra call (docs/design.md,
+ * "Reading the answers").
+ */
+const SCHEDULED_RENEWAL_WAIT_MS = 2_000;
 const READY = Object.freeze({ ready: true });
 const LIVE = Object.freeze({ live: true });
 /**
@@ -118,6 +125,8 @@ export class TokenManager implements TokenView {
   readonly #options: TokenManagerOptions;
   readonly #file: TokenFileWriter | undefined;
   #deferred: Promise<TokenSnapshot | undefined> | undefined;
+  /** 401s waiting for the scheduled renewal: each takes the first token whose call went out after it arrived. */
+  #renewalWaiters: Array<{ since: number; settle: (token: TokenSnapshot | undefined) => void }> = [];
   #mintedAfter401: TokenSnapshot | undefined;
   /** What the service's answers say (answer-rules.ts). */
   readonly #rules: AnswerRules;
@@ -194,6 +203,7 @@ export class TokenManager implements TokenView {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#loop.cancel();
+    for (const waiter of this.#renewalWaiters.splice(0)) waiter.settle(undefined);
     this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
     await this.#file?.flush();
   }
@@ -257,7 +267,7 @@ export class TokenManager implements TokenView {
       });
       return this.#deferred;
     }
-    if (!this.#mayCallNow('upstream 401', now)) return this.#newer(generation);
+    if (!this.#mayCallNow('upstream 401', now)) return this.#scheduledRenewal(generation, now);
     this.#lastInvalidateAt = now;
     const rejectedCurrent = token !== undefined && token.generation === generation;
     if (rejectedCurrent) {
@@ -347,6 +357,31 @@ export class TokenManager implements TokenView {
   }
 
   /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */
+  /**
+   * A 401 whose renewal the budget holds back: when the scheduled renewal falls due within
+   * SCHEDULED_RENEWAL_WAIT_MS, wait for its token (a call sent after the 401 arrived postdates the
+   * revocation) and replay with it; otherwise pass the 401 back at once.
+   */
+  #scheduledRenewal(generation: number, now: number): Promise<TokenSnapshot | undefined> {
+    const due = this.#renewDueAt - now;
+    if (!(due <= SCHEDULED_RENEWAL_WAIT_MS)) return this.#newer(generation);
+    return new Promise((resolve) => {
+      const waiter = {
+        since: now,
+        settle: (token: TokenSnapshot | undefined) => {
+          this.#clock.clearTimeout(timer);
+          resolve(token !== undefined && token.generation > generation ? token : undefined);
+        },
+      };
+      // The renewal's own call may take up to the token timeout once it goes out.
+      const timer = this.#clock.setTimeout(() => {
+        this.#renewalWaiters = this.#renewalWaiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      }, Math.max(0, due) + this.#options.tokenTimeoutMs);
+      this.#renewalWaiters.push(waiter);
+    });
+  }
+
   #newer(generation: number): Promise<TokenSnapshot | undefined> {
     const t = this.current();
     return Promise.resolve(t !== undefined && t.generation > generation ? t : undefined);
@@ -369,7 +404,7 @@ export class TokenManager implements TokenView {
     this.#deferring = true;
     this.#logger.warn('gentoken call deferred', {
       trigger, by, waitSeconds: round((at - now) / 1000),
-      ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 is passed back and the current token stays in use' } : {}),
+      ...(trigger === 'upstream 401' ? { meanwhile: 'the 401 waits for the scheduled renewal when it is due within 2 s, else it is passed back; the current token stays in use' } : {}),
     });
   }
 
@@ -506,6 +541,11 @@ export class TokenManager implements TokenView {
     });
     this.#token = token;
     if (trigger === 'upstream 401') this.#mintedAfter401 = token;
+    if (this.#renewalWaiters.length) {
+      const waiting = this.#renewalWaiters;
+      this.#renewalWaiters = waiting.filter((w) => w.since > sentAt);
+      for (const waiter of waiting) if (waiter.since <= sentAt) waiter.settle(token);
+    }
     this.#usableUntil = token.expiresAt - Math.min(MAX_MARGIN_MS, lifetimeMs * MARGIN_FRACTION);
     this.#bad = false;
     this.#failure = undefined;

@@ -94,10 +94,11 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
     }
     if (files) {
       try {
-        const next = await loadClientCertificate(files, now());
+        // The same bytes as the pair in use give it back undecrypted: a key is decrypted once per change.
+        const next = await loadClientCertificate(files, now(), certificate);
         if (next.passphrase) secrets.add(next.passphrase);
         // Any changed byte counts: a new intermediate under the same leaf, or a file finished after a cut-off write.
-        if (!certificate || next.certPem !== certificate.certPem || next.keyPem !== certificate.keyPem || next.passphrase !== certificate.passphrase) {
+        if (next !== certificate) {
           logger?.info('client certificate changed; new connections present it', { key: `${route}.certFile`, subject: next.subject, notAfter: next.notAfter.toISOString() });
           certificate = next;
         }

@@ -119,7 +119,7 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
     const denied = await runCli(['token', '--config', wrong]);
     outputs.push(denied.stdout, denied.stderr);
     assert.equal(denied.code, 1);
-    assert.match(denied.stderr, /the egress proxy http:\/\/sidecar:\*\*\*@127\.0\.0\.1:\d+ \(service\.proxy\) refused the tunnel: 401 proxy authentication failed \(check the user and password in the proxy URL or proxyAuthFile\)/);
+    assert.match(denied.stderr, /the egress proxy http:\/\/\*\*\*:\*\*\*@127\.0\.0\.1:\d+ \(service\.proxy\) refused the tunnel: 401 proxy authentication failed \(check the user and password in the proxy URL or proxyAuthFile\)/);
     assert.ok(!denied.stderr.includes('not-the-password'), denied.stderr);
   });
 
@@ -132,7 +132,7 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
       const wrong = await runCli(['token', '--config', await configFile(sim.baseUrl, '')], { HTTPS_PROXY: `http://${USER}:wrong-one@127.0.0.1:${squid.port}` });
       outputs.push(wrong.stdout, wrong.stderr);
       assert.equal(wrong.code, 1);
-      assert.match(wrong.stderr, /the egress proxy http:\/\/sidecar:\*\*\*@127\.0\.0\.1:\d+ \(HTTPS_PROXY\) refused the tunnel: 407 proxy authentication failed/);
+      assert.match(wrong.stderr, /the egress proxy http:\/\/\*\*\*:\*\*\*@127\.0\.0\.1:\d+ \(HTTPS_PROXY\) refused the tunnel: 407 proxy authentication failed/);
       const noCredentials = await runCli(['token', '--config', await configFile(sim.baseUrl, `  proxy: ${squid.url}\n`)]);
       assert.match(noCredentials.stderr, /refused the tunnel: 407 proxy authentication required \(set the user and password/);
       // Squid logs a tunnel when it ends: the successful one, with the user it authenticated.
@@ -150,7 +150,7 @@ describe('egress through a real forward proxy (tinyproxy)', () => {
     const ok = await runCli(['doctor', '--config', config], { HTTPS_PROXY: `http://${USER}:${PASSWORD}@127.0.0.1:${authed.port}` });
     outputs.push(ok.stdout, ok.stderr);
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
-    assert.match(ok.stdout, new RegExp(`✓ connect: via proxy http://${USER}:\\*\\*\\*@127\\.0\\.0\\.1:${authed.port} \\(HTTPS_PROXY\\): CONNECT ${new URL(sim.baseUrl).hostname}:${new URL(sim.baseUrl).port} established; TLS chain trusted`));
+    assert.match(ok.stdout, new RegExp(`✓ connect: via proxy http://\\*\\*\\*:\\*\\*\\*@127\\.0\\.0\\.1:${authed.port} \\(HTTPS_PROXY\\): CONNECT ${new URL(sim.baseUrl).hostname}:${new URL(sim.baseUrl).port} established; TLS chain trusted`));
     assert.match(ok.stdout, /✓ gentoken/);
 
     // A proxy whose rules allow CONNECT to port 443 only refuses the service's port.

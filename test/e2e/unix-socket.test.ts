@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -89,6 +89,24 @@ describe('the proxy on a unix socket (listen.socket)', () => {
     assert.equal(refused.code, 2);
     assert.match(refused.stderr, /listen\.socketMode: "0666" lets every user of this host connect/);
     write('guard: { allowAnyone: true }\n');
+    assert.equal((await runCli(['check-config', '--config', config])).code, 0);
+  });
+
+  it('check-config and run refuse a socket directory other users can write, unless it is sticky and owned by the sidecar\'s user or root', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-socket-dir-'));
+    const config = join(dir, 'sidecar.yaml');
+    const socketDir = join(dir, 'shared');
+    mkdirSync(socketDir);
+    writeFileSync(config, `listen: { host: 127.0.0.1, port: 0, socket: "${join(socketDir, 's.sock')}" }\nadmin: { host: 127.0.0.1, port: 0 }\nservice: { baseUrl: "https://api.example.com" }\ncredentials: { apiKey: k-123456, password: p-123456 }\n`);
+    chmodSync(socketDir, 0o777);
+    const refused = await runCli(['check-config', '--config', config]);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /listen\.socket \(B2B_LISTEN_SOCKET\): directory \S+ is writable by other users \(mode 0777\) without the sticky bit/);
+    // run reaches the same verdict before it starts anything.
+    const run = await runCli(['run', '--config', config]);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /directory \S+ is writable by other users \(mode 0777\)/);
+    chmodSync(socketDir, 0o1777); // as /tmp: sticky, owned by the user running the check
     assert.equal((await runCli(['check-config', '--config', config])).code, 0);
   });
 });

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { send, startSidecar, startSimulator, waitReady, type RunningSidecar } from '../helpers/stack.js';
+import { createCaptureLogger } from '../helpers/capture-logger.js';
+import { fullListenerLogger } from '../../src/proxy/full-listener.js';
 
 /** Opens `n` connections from `localAddress` that never send a byte; resolves with what each received before closing (or '' while open). */
 async function idleConnections(port: number, localAddress: string, n: number): Promise<{ sockets: Socket[]; answers: string[] }> {
@@ -73,5 +75,62 @@ describe('connection budgets one client cannot drain', () => {
       for (const socket of sockets) socket.destroy();
       await s.stop();
     }
+  });
+
+  it('1,100 connections against proxy.maxConnections 1,024: the 76 Node drops are counted (reason max_connections) and logged, naming the setting to raise', async () => {
+    const s = await startSidecar({ baseUrl: sim.baseUrl, overrides: { proxy: { maxConnections: 1024, maxConnectionsPerSource: 2048 } } });
+    const sockets: Socket[] = [];
+    let closedEarly = 0;
+    try {
+      for (let batch = 0; batch < 11; batch++) {
+        await Promise.all(Array.from({ length: 100 }, () => new Promise<void>((resolve) => {
+          const socket = connect({ port: s.port, host: '127.0.0.1' }, () => resolve());
+          socket.on('error', () => resolve());
+          socket.once('close', () => {
+            closedEarly++;
+            resolve();
+          });
+          sockets.push(socket);
+        })));
+      }
+      const deadline = Date.now() + 10_000;
+      let metrics = '';
+      while (Date.now() < deadline) {
+        metrics = (await send(s.adminPort, { path: '/metrics' })).body.toString();
+        if (/connections_refused_total\{listener="proxy",reason="max_connections"\} 76\b/.test(metrics) && closedEarly >= 76) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.match(metrics, /^b2b_sidecar_connections_refused_total\{listener="proxy",reason="max_connections"\} 76$/m);
+      assert.equal(closedEarly, 76, 'exactly the connections past the limit were closed');
+      const full = s.log.lines().filter((l) => l.message === 'connections refused: the listener is full');
+      assert.equal(full.length, 1, 'logged once, not once per connection');
+      assert.equal(full[0]!.level, 'warn');
+      assert.equal(full[0]!.listener, 'proxy');
+      assert.equal(full[0]!.limit, 1024);
+      assert.equal(full[0]!.refused, 1, 'the first refusal is logged at once');
+      assert.match(String(full[0]!.remedy), /raise proxy\.maxConnections/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await s.stop();
+    }
+  });
+});
+
+describe('a full listener is logged at most once a minute', () => {
+  it('the first refusal at once, then one line a minute counting the refusals since the last', () => {
+    const log = createCaptureLogger();
+    let now = 0;
+    const refused = fullListenerLogger(log.logger, 1024, { listener: 'proxy', remedy: 'raise proxy.maxConnections', now: () => now });
+    for (const at of [0, 1_000, 30_000, 59_999]) {
+      now = at;
+      refused();
+    }
+    now = 60_000;
+    refused();
+    now = 60_001;
+    refused();
+    const lines = log.lines().filter((l) => l.message === 'connections refused: the listener is full');
+    assert.deepEqual(lines.map((l) => l.refused), [1, 4]);
+    assert.ok(lines.every((l) => l.remedy === 'raise proxy.maxConnections' && l.limit === 1024 && l.listener === 'proxy'));
   });
 });

@@ -333,3 +333,17 @@ test('stop is idempotent and closes idle keep-alive connections', async () => {
   await own.close();
   await assert.rejects(again.start());
 });
+
+test('POST /_simulator/password rotates the password: the new and the previous one are accepted, older ones not', async (t) => {
+  const sim = await startSim(t);
+  const rotate = (password: unknown) => call(sim, '/_simulator/password', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ password }) });
+  assert.equal((await rotate('second-password')).status, 200);
+  assert.equal((await gentoken(sim, JSON.stringify({ password: 'second-password' }))).status, 200);
+  assert.equal((await gentoken(sim)).status, 200, 'the previous password stays valid during the rotation');
+  assert.equal((await rotate('third-password')).status, 200);
+  assert.equal((await gentoken(sim)).status, 401, 'two rotations back is refused');
+  assert.equal((await gentoken(sim, JSON.stringify({ password: 'second-password' }))).status, 200);
+  const bad = await rotate('');
+  assert.equal(bad.status, 400);
+  assert.match(bad.json.message, /password must be a non-empty string/);
+});

@@ -260,6 +260,28 @@ describe('scheduled renewals and the budget', () => {
     await t.manager.stop();
   });
 
+  it('a 401 held back by the budget waits for a scheduled renewal due within 2 s and is replayed with its token; one due later goes back at once', async () => {
+    const t = setup({ maxGentokenPerMinute: 1, maxLifetimeSeconds: 10 }, () => 0);
+    t.manager.start();
+    await t.advance(0); // the start spends the budget; the renewal is due at 6.6 s
+    t.manager.answered(1, 200, '/ok');
+    await t.advance(1_000);
+    const early = t.clock.now();
+    assert.equal(await t.manager.invalidate(1, '/a'), undefined, '5.6 s before the renewal: passed back');
+    assert.equal(t.clock.now(), early, 'at once');
+    await t.advance(4_000);
+    const waiting = t.manager.invalidate(1, '/b');
+    await t.advance(1_000);
+    assert.equal(t.calls.length, 1, 'no call of its own: the budget holds it back');
+    await t.advance(600);
+    const replayWith = await waiting;
+    assert.equal(replayWith?.generation, 2, 'replayed with the scheduled renewal\'s token');
+    assert.equal(t.calls.length, 2, 'the renewal is the only call');
+    assert.equal(t.manager.current()?.generation, 2);
+    await t.manager.stop();
+    assert.equal(t.clock.pending, 0, 'no waiter outlives stop()');
+  });
+
   it('a rotation held back by the budget keeps the current token in use and goes out when the renewal falls due', async () => {
     const t = setup({ maxGentokenPerMinute: 1, maxLifetimeSeconds: 10 }, () => 0);
     t.manager.start();
