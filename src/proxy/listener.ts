@@ -62,12 +62,6 @@ export interface Listener {
 
 const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 503: 'Service Unavailable' };
 
-/** Whether the request head announces a body (RFC 9112 §6.3). */
-function hasBody(req: IncomingMessage): boolean {
-  const length = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
-}
-
 /** How long an idle client connection stays open after a response, unless the limits say. */
 const LISTENER_KEEP_ALIVE_MS = 5000;
 
@@ -111,11 +105,6 @@ export function createListener(
       keepAliveTimeout: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS,
       noDelay: true,
       requireHostHeader: true,
-      // An offer of h2c alone on a request with a body is no upgrade to this server: it goes to the
-      // request handler (which drops the offer), body included. Node 26 no longer leaves such a
-      // body in the upgrade's head bytes, so the re-feed below would lose it. Bodiless offers
-      // still take the re-feed, which keeps what is pipelined behind them.
-      shouldUpgradeCallback: (req: IncomingMessage) => !(offersOnlyH2c(req.headers.upgrade) && hasBody(req)),
     },
     (req, res) => {
       inflight++;
