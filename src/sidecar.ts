@@ -6,6 +6,7 @@ import { configWarnings } from './config/warnings.js';
 import { rereadFileKeys } from './config/walk.js';
 import type { LocalizationPart } from './localization/localization-part.js';
 import { createAdminHandler } from './observability/admin.js';
+import { liveness, readiness, stateOf, type SidecarStatus } from './observability/status.js';
 import { createMetrics, createRegistry, type AnyListener, type Metrics } from './observability/metrics.js';
 import { createListener, type Listener } from './proxy/listener.js';
 import { groupId } from './proxy/local-socket.js';
@@ -16,7 +17,6 @@ import { systemClock, type Clock } from './shared/clock.js';
 import { compileIpGuard } from './shared/ip-guard.js';
 import { RunGroup } from './shared/run-group.js';
 import type { SecretSet } from './shared/secrets.js';
-import { loadTrustedCas } from './shared/tls.js';
 import { gentokenUrl } from './token/token-client.js';
 import type { TokenManager } from './token/token-manager.js';
 
@@ -70,6 +70,8 @@ export interface Sidecar {
   readonly done: Promise<void>;
   /** The token manager, once started. */
   readonly tokens: TokenManager | undefined;
+  /** The one status, from which every other view below (and /status, STATUS=, the status command) is rendered. */
+  status(): SidecarStatus;
   /** Readiness as /readyz answers it. */
   health(): { ready: boolean; reason?: string; warnings?: string[] };
   /** Liveness as /healthz answers it: the token loop's. */
@@ -115,18 +117,34 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   let markDone!: () => void;
   const done = new Promise<void>((resolve) => (markDone = resolve));
 
-  const health = () => {
-    if (draining) return { ready: false, reason: 'shutting down' };
-    if (!service) return { ready: false, reason: 'starting' };
-    // A wrong token.attach is a warning, not unreadiness: a 401 may be one endpoint's own answer,
-    // and taking the pod out of service would stop the requests that do work.
-    const warnings = service.tokens.warnings();
-    const stuck = service.credentials.stuckSeconds();
-    if (stuck !== undefined) warnings.push(`a credential file re-read has been running for ${stuck} s (a hung file system?); the current credentials stay in use`);
-    return warnings.length ? { ...service.tokens.status(), warnings } : service.tokens.status();
+  const listeners: SidecarStatus['listeners'] = {};
+  const build = { version: deps.version ?? 'unknown', node: process.version };
+  /**
+   * The one status: every fact the sidecar reports about itself. /readyz, /healthz, /status,
+   * systemd's STATUS= and the status command all render this value (observability/status.ts).
+   */
+  const status = (): SidecarStatus => {
+    const token = service?.tokens.view();
+    let verdict: { ready: boolean; reason?: string };
+    const warnings: string[] = [];
+    if (draining) verdict = { ready: false, reason: 'shutting down' };
+    else if (!service || !token) verdict = { ready: false, reason: 'starting' };
+    else {
+      verdict = token.ready ? { ready: true } : { ready: false, reason: token.reason ?? 'not ready' };
+      // A wrong token.attach is a warning, not unreadiness: a 401 may be one endpoint's own answer,
+      // and taking the pod out of service would stop the requests that do work.
+      warnings.push(...token.warnings);
+      const stuck = service.credentials.stuckSeconds();
+      if (stuck !== undefined) warnings.push(`a credential file re-read has been running for ${stuck} s (a hung file system?); the current credentials stay in use`);
+    }
+    // Liveness is the token loop's: it fails only when the loop is dead or stuck, never because the vendor is down.
+    const live = token ? { live: token.live, ...(token.liveReason !== undefined ? { liveReason: token.liveReason } : {}) } : { live: true };
+    return {
+      state: stateOf(verdict, token), ...verdict, ...live, warnings, token, listeners: { ...listeners }, build, at: new Date(clock.wallNow()).toISOString(),
+    };
   };
-  // Liveness is the token loop's: it fails only when the loop is dead or stuck, never because the vendor is down.
-  const live = () => service?.tokens.liveness() ?? { live: true };
+  const health = () => readiness(status());
+  const live = () => liveness(service ? status() : { live: true });
   let drainAnnounced = false;
   const announceDrain = () => {
     if (drainAnnounced) return;
@@ -146,7 +164,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
     const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false }, { version: deps.version ?? 'unknown', node: process.version });
-    const part = await startServicePart(config, { group, ca: loadTrustedCas(config.service.caFile), metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}) });
+    const part = await startServicePart(config, { group, metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}) });
     service = part;
     const routes: ProxyRoute[] = [part.route];
     const l10n = config.localization;
@@ -182,7 +200,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     const adminGuard = compileIpGuard(config.admin.allow);
     const adminAllows = (peer: string | undefined) => adminGuard.allows(adminGuard.clientAddress(peer, undefined));
     const admin = createListener(createAdminHandler({
-      registry, health, logger, now: () => clock.now(),
+      registry, health, status, logger, now: () => clock.now(),
       live,
       allow: adminAllows,
       ...(config.admin.allowShutdown ? { onShutdown: () => void drain() } : {}),
@@ -197,7 +215,9 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     });
     // Each registered before it binds: a stop() racing the bind still closes it.
     const adminPort = await group.started(listenOn(admin, 'admin', config.admin), () => admin.close(0));
+    listeners.admin = `${config.admin.host}:${adminPort}`;
     const port = await group.started(listenOn(proxyListener, 'proxy', config.listen), () => proxyListener.close(0));
+    listeners.proxy = `${config.listen.host}:${port}`;
     const socketPath = config.listen.socket;
     if (socketPath) {
       // The same handler on a unix socket: its file mode and group are the guard (local-socket.ts).
@@ -217,6 +237,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
         .then(() => onSocket.listenPath(socketPath, parseInt(config.listen.socketMode, 8), socketGroup ? groupId(socketGroup) : undefined))
         .catch((err: unknown) => { throw new ListenError('proxy', socketPath, undefined, err); });
       group.alive();
+      listeners.socket = socketPath;
     }
 
     phase = 'started';
@@ -303,6 +324,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     get tokens() {
       return service?.tokens;
     },
+    status,
     health,
     live,
   };

@@ -79,7 +79,8 @@ async function runWrk(spec: LoadSpec, workDir: string): Promise<LoadResult> {
       'end',
       'request = function() return raw end',
     );
-  } else if (spec.bodyBytes) {
+  } else if (spec.bodyBytes && !spec.mixPostUrl) {
+    // Not with mixPostUrl: wrk.format() falls back to wrk.body, so every GET would carry the body too.
     lines.push(`wrk.body = string.rep("x", ${spec.bodyBytes})`, 'wrk.headers["Content-Type"] = "application/octet-stream"');
   }
   if (spec.mixPostUrl) {

@@ -1,7 +1,8 @@
 import { stringify } from 'yaml';
 import { redactConfig } from '../config/validate-config.js';
 import { loadConfigOrExit, NO_CONFIG_FILE, reportConfigFailure, startupWarnings } from './config-problems.js';
-import { EXIT_OK, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_OK } from './exit-codes.js';
 
 /**
  * `check-config [--config FILE]`: validates the configuration (file plus environment) exactly as

@@ -3,7 +3,8 @@ import { configWarnings } from '../config/warnings.js';
 import { unknownEnvWarnings } from '../config/env-warnings.js';
 import { ConfigError } from '../shared/errors.js';
 import { loadConfig } from '../config/load-config.js';
-import { EXIT_FAILURE, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 
 /**
  * Prints a configuration failure the way every command does (check-config, run, token, ...);

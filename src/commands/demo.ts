@@ -12,7 +12,8 @@ import { createB2bSimulator } from '../simulator/b2b-simulator.js';
 import { generateTlsMaterial } from '../simulator/certs.js';
 import { createLocalizationSimulator } from '../simulator/localization-simulator.js';
 import { serve } from './run.js';
-import { EXIT_FAILURE, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 
 const DEMO = { apiKey: 'demo-api-key', password: 'demo-password', rkObjectId: 'demo-object', l10nToken: 'demo-l10n-token' };
 

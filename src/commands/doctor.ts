@@ -13,15 +13,15 @@ import { envReplacements, loadConfig } from '../config/load-config.js';
 import { createLogger } from '../observability/logger.js';
 import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
-import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
 import { createTokenClient } from '../token/token-client.js';
 import { checkListenAddresses } from '../doctor/listen-check.js';
 import { findRunningSidecar, type RunningSidecar } from '../doctor/running-sidecar.js';
 import { throughRunningSidecar } from '../doctor/through-sidecar.js';
-import { serviceEngineOptions, startServiceEgress, tokenClientOptions } from '../service/service-part.js';
-import type { EgressHandle } from '../upstream/egress-settings.js';
+import { tokenClientOptions, transportOptions } from '../service/service-part.js';
+import { openUpstream, UpstreamOpenError, type Upstream } from '../upstream/open-upstream.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `doctor`. */
 export interface DoctorArgs {
@@ -141,21 +141,27 @@ interface Diagnosis {
 
 /** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
 async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, { steps, secrets, env, running }: Diagnosis): Promise<void> {
-  const url = new URL(config.service.baseUrl);
-  let ca: TrustedCas | undefined;
+  let upstream: Upstream;
   try {
-    ca = loadTrustedCas(config.service.caFile);
+    upstream = await openUpstream('service', config.service, { env, secrets });
   } catch (err) {
-    steps.push({ step: 'connect', ok: false, detail: `service.caFile cannot be used: ${(err as Error).message}`, hint: 'set service.caFile to a readable PEM file holding the CA certificate' });
+    if (!(err instanceof UpstreamOpenError)) throw err;
+    steps.push(err.stage === 'ca'
+      ? { step: 'connect', ok: false, detail: `service.caFile cannot be used: ${err.message}`, hint: 'set service.caFile to a readable PEM file holding the CA certificate' }
+      : { step: 'connect', ok: false, detail: `the way out to the service cannot be set up: ${err.message}`, hint: 'fix the key named (check-config reports the same)' });
     return;
   }
-  let way: EgressHandle;
   try {
-    way = await startServiceEgress(config, { ca, env, secrets });
-  } catch (err) {
-    steps.push({ step: 'connect', ok: false, detail: `the way out to the service cannot be set up: ${(err as Error).message}`, hint: 'fix the key named (check-config reports the same)' });
-    return;
+    await diagnoseOn(upstream, config, store, args, { steps, secrets, env, running });
+  } finally {
+    await upstream.close();
   }
+}
+
+/** Steps 2 to 5 on the service's opened upstream; its engine and client are closed with it. */
+async function diagnoseOn(upstream: Upstream, config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, { steps, secrets, running }: Diagnosis): Promise<void> {
+  const url = upstream.baseUrl;
+  const { ca, egress: way } = upstream;
   const certificate = way.certificate();
   const connect = await checkConnection({
     url, ca, caFile: config.service.caFile, timeoutMs: config.service.tokenTimeoutMs, egress: way.egress,
@@ -169,44 +175,40 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
   const credentials = store.current();
   const base = `${url.origin}${basePathOf(url)}`;
   // The engine `run` would use, one connection: the probes go one after another.
-  const engine = createUndiciEngine({ ...serviceEngineOptions(config, ca, {}, way.egress), maxSockets: 1 });
+  const engine = upstream.adopt(createUndiciEngine({ ...upstream.engineOptions(transportOptions(config)), maxSockets: 1 }));
   const direct = (token: string): ProbeTarget => ({
     engine, path: args.probe ?? '/', base,
     vars: { token, apiKey: credentials.apiKey, rkObjectId: credentials.rkObjectId },
     redact: (text) => secrets.redact(text),
   });
   const discovering = args.discoverAttach === true || args.guesses.length > 0;
-  try {
-    if (running && !args.ownToken) {
-      // Plain HTTP to the sidecar's own listener, as the app sends it.
-      const engineTo = (listener: URL) => createUndiciEngine({ ...serviceEngineOptions(config, undefined), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
-      await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo });
-      return;
-    }
-    const clientOptions = tokenClientOptions(config, ca, way.egress);
-    const client = createTokenClient(clientOptions);
-    const gentoken = await checkGentoken(client, credentials, clientOptions).finally(() => client.close());
-    if (running && gentoken.result) gentoken.step.detail += `; --own-token: a b2b-sidecar with this config runs (${running.admin}), and at a vendor that keeps one token per ApiKey this token replaced the one it holds (it renews at its next 401)`;
-    steps.push(gentoken.step);
-    if (!gentoken.result || args.probe === undefined) return;
-    secrets.addToken(gentoken.result.token);
-    const target = direct(gentoken.result.token);
-    const { answer, ...probe } = await checkProbe(target, config.token.attach, discovering);
-    steps.push(probe);
-    if (!discovering || probe.status === undefined) return;
-    const halt = answer && haltOf(answer);
-    if (halt) {
-      steps.push(haltStep(halt, answer, `${base}${target.path}`, 0, { detail: `${halt}: the probe was answered ${answer.status}${answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : ''}; discovery not started (0 requests sent)` }));
-      return;
-    }
-    // A token of the same shape the service never issued: random, and scrubbed like the real one.
-    const decoyToken = unknownToken(gentoken.result.token);
-    secrets.addToken(decoyToken);
-    const options = { rate: args.discoveryRate ?? DEFAULT_DISCOVERY_RATE, decoyToken, ...(args.sleep ? { sleep: args.sleep } : {}) };
-    if (args.guesses.length > 0) steps.push(await discoverAttach(target, { ...options, guesses: args.guesses }));
-    else if (probe.ok) steps.push(await confirmConfigured(target));
-    else if (probe.status < 500) steps.push(await discoverAttach(target, options));
-  } finally {
-    await engine.close();
+  if (running && !args.ownToken) {
+    // Plain HTTP to the sidecar's own listener, as the app sends it.
+    const engineTo = (listener: URL) => createUndiciEngine({ ...transportOptions(config), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
+    await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo });
+    return;
   }
+  const clientOptions = tokenClientOptions(config, upstream);
+  const client = upstream.adopt(createTokenClient(clientOptions));
+  const gentoken = await checkGentoken(client, credentials, clientOptions);
+  if (running && gentoken.result) gentoken.step.detail += `; --own-token: a b2b-sidecar with this config runs (${running.admin}), and at a vendor that keeps one token per ApiKey this token replaced the one it holds (it renews at its next 401)`;
+  steps.push(gentoken.step);
+  if (!gentoken.result || args.probe === undefined) return;
+  secrets.addToken(gentoken.result.token);
+  const target = direct(gentoken.result.token);
+  const { answer, ...probe } = await checkProbe(target, config.token.attach, discovering);
+  steps.push(probe);
+  if (!discovering || probe.status === undefined) return;
+  const halt = answer && haltOf(answer);
+  if (halt) {
+    steps.push(haltStep(halt, answer, `${base}${target.path}`, 0, { detail: `${halt}: the probe was answered ${answer.status}${answer.retryAfter !== undefined ? ` (Retry-After: ${answer.retryAfter})` : ''}; discovery not started (0 requests sent)` }));
+    return;
+  }
+  // A token of the same shape the service never issued: random, and scrubbed like the real one.
+  const decoyToken = unknownToken(gentoken.result.token);
+  secrets.addToken(decoyToken);
+  const options = { rate: args.discoveryRate ?? DEFAULT_DISCOVERY_RATE, decoyToken, ...(args.sleep ? { sleep: args.sleep } : {}) };
+  if (args.guesses.length > 0) steps.push(await discoverAttach(target, { ...options, guesses: args.guesses }));
+  else if (probe.ok) steps.push(await confirmConfigured(target));
+  else if (probe.status < 500) steps.push(await discoverAttach(target, options));
 }

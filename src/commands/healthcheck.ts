@@ -1,6 +1,7 @@
-import { adminBaseUrl, askAdmin } from '../observability/admin-client.js';
-import { loadConfigOrExit } from './config-problems.js';
-import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
+import { askAdmin } from '../observability/admin-client.js';
+import { adminTarget } from './admin-target.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK } from './exit-codes.js';
 
 /**
  * The whole check, connection to the last byte of the answer: below Docker's HEALTHCHECK
@@ -9,17 +10,17 @@ import { EXIT_FAILURE, EXIT_OK, type CommandIo } from './io.js';
 export const HEALTHCHECK_TIMEOUT_MS = 3_000;
 
 /**
- * `healthcheck [--config FILE]`: asks `/healthz` on the admin listener that the same config
+ * `healthcheck [--config FILE] [--admin URL]`: asks `/healthz` on the admin listener that the same config
  * (file plus `B2B_*` environment, as `run` reads it) configures, for a container's HEALTHCHECK.
  * Loads only the config, never the proxy, so it stays cheap every interval.
  * Exit codes: 0 when `/healthz` answers 200 within the deadline; 1 on any other answer, a
  * refusal, no answer or the deadline passing (the reason on stderr); 2 for an invalid
  * configuration (listed on stderr like every command).
  */
-export async function healthcheckCommand(args: { config?: string }, io: CommandIo): Promise<number> {
-  const config = await loadConfigOrExit(args.config, io);
-  if (typeof config === 'number') return config;
-  const url = new URL('/healthz', adminBaseUrl(config.admin));
+export async function healthcheckCommand(args: { config?: string; admin?: string }, io: CommandIo): Promise<number> {
+  const base = await adminTarget('healthcheck', args, io);
+  if (typeof base === 'number') return base;
+  const url = new URL('/healthz', base);
   const answer = await askAdmin(url, HEALTHCHECK_TIMEOUT_MS);
   if (answer.status === 200 && !answer.failure) {
     io.stdout.write(`healthy: ${url.href} answered 200\n`);

@@ -22,9 +22,5 @@ export interface CommandIo {
   pid?: number;
 }
 
-/** Exit codes of every command. */
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
-/** Returned after a second signal: the entry point exits at once instead of waiting. */
-export const EXIT_INTERRUPTED = 130;
+/** The exit codes, for callers that still take them from here: the one table is exit-codes.ts. */
+export { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE } from './exit-codes.js';

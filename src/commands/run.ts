@@ -7,7 +7,8 @@ import { ConfigError, StoppedDuringStartError } from '../shared/errors.js';
 import { ListenError } from '../config/listen-error.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
 import { loadConfigOrExit, NO_CONFIG_FILE, reportConfigFailure } from './config-problems.js';
-import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK } from './exit-codes.js';
 
 /**
  * `run --config FILE`: the sidecar in the foreground, JSON logs on stdout. SIGTERM/SIGINT drain

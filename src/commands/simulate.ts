@@ -2,7 +2,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CONTROL_ROUTES, createB2bSimulator, parseTokenIn, type B2bSimulator, type TokenPresentation } from '../simulator/b2b-simulator.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of the `simulate` command (all optional; defaults for a local demo). */
 export interface SimulateArgs {

@@ -2,12 +2,13 @@ import { createCredentialStore } from '../token/credential-store.js';
 import { ConfigError, TokenUnauthorizedError } from '../shared/errors.js';
 import { createLogger } from '../observability/logger.js';
 import { SecretSet } from '../shared/secrets.js';
-import { loadTrustedCas } from '../shared/tls.js';
-import { createTokenClient } from '../token/token-client.js';
-import { startServiceEgress, tokenClientOptions } from '../service/service-part.js';
+import { tokenClientOn } from '../service/service-part.js';
+import type { TokenClient } from '../token/token-client.js';
+import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
 import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `token`. */
 export interface TokenArgs {
@@ -46,11 +47,11 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
     return EXIT_FAILURE;
   }
-  let client;
+  let upstream: Upstream;
+  let client: TokenClient;
   try {
-    const ca = loadTrustedCas(config.service.caFile);
-    const way = await startServiceEgress(config, { ca, env: io.env, secrets });
-    client = createTokenClient(tokenClientOptions(config, ca, way.egress));
+    upstream = await openUpstream('service', config.service, { env: io.env, secrets });
+    client = tokenClientOn(config, upstream);
   } catch (err) {
     // A CA file, proxy or client certificate run would refuse too (check-config names the key).
     store.close();
@@ -67,6 +68,6 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
     return EXIT_FAILURE;
   } finally {
     store.close();
-    await client.close();
+    await upstream.close();
   }
 }

@@ -1,14 +1,14 @@
 import { InvalidResponseError } from '../shared/errors.js';
 import { loadConfigOrExit } from './config-problems.js';
 import { SecretSet } from '../shared/secrets.js';
-import { loadTrustedCas } from '../shared/tls.js';
-import { startEgress } from '../upstream/egress-settings.js';
-import { createLocalizationClient, type LocalizationClient } from '../localization/localization-client.js';
+import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
+import { localizationClientOn, type LocalizationClient } from '../localization/localization-client.js';
 import { LocalizationError, TranslationRefError } from '../localization/localization-errors.js';
 import { formatTranslationSummary } from '../localization/summary.js';
 import { createTokenSource } from '../localization/weblate-token.js';
 import { parseTranslationRef, type TranslationRef } from '../config/translation-ref.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /**
  * `b2b-sidecar translation <project>/<component>/<language> --config FILE [--json]`: looks up
@@ -35,6 +35,7 @@ export async function translationCommand(
   const config = await loadConfigOrExit(args.config, io);
   if (typeof config === 'number') return config;
   let client: LocalizationClient;
+  let upstream: Upstream;
   const secrets = new SecretSet();
   try {
     const l10n = config.localization;
@@ -43,16 +44,13 @@ export async function translationCommand(
     }
     // One lookup: read the token once, no file watcher to keep the process alive.
     const token = createTokenSource(l10n, { secrets, watch: false });
-    const ca = loadTrustedCas(l10n.caFile);
-    const way = await startEgress(l10n, { route: 'localization', target: new URL(l10n.baseUrl), ca, env: io.env, secrets });
-    client = createLocalizationClient({
-      baseUrl: l10n.baseUrl,
-      ca,
-      egress: way.egress,
-      token,
-      timeoutMs: l10n.timeoutMs,
-      allowInsecureHttp: l10n.allowInsecureHttp,
-    });
+    upstream = await openUpstream('localization', l10n, { env: io.env, secrets });
+    try {
+      client = localizationClientOn(upstream, token);
+    } catch (err) {
+      await upstream.close();
+      throw err;
+    }
   } catch (err) {
     return fail(EXIT_USAGE, `invalid localization configuration: ${secrets.redact((err as Error).message)}`);
   }
@@ -67,6 +65,6 @@ export async function translationCommand(
     }
     throw err;
   } finally {
-    await client.close();
+    await upstream.close();
   }
 }

@@ -1,6 +1,7 @@
-import { adminBaseUrl, askAdmin } from '../observability/admin-client.js';
-import { loadConfigOrExit } from './config-problems.js';
-import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, type CommandIo } from './io.js';
+import { askAdmin } from '../observability/admin-client.js';
+import { adminTarget } from './admin-target.js';
+import type { CommandIo } from './io.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `wait`. */
 export interface WaitArgs {
@@ -32,20 +33,8 @@ export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number
     io.stderr.write(`wait: --timeout must be a duration such as 30s, 500ms or 2m, got ${JSON.stringify(args.timeout)}\n`);
     return EXIT_USAGE;
   }
-  let base: URL;
-  if (args.admin !== undefined) {
-    try {
-      base = new URL(args.admin);
-      if (base.protocol !== 'http:') throw new Error('not http');
-    } catch {
-      io.stderr.write(`wait: --admin must be the admin listener's http:// URL, e.g. http://127.0.0.1:9464, got ${JSON.stringify(args.admin)}\n`);
-      return EXIT_USAGE;
-    }
-  } else {
-    const config = await loadConfigOrExit(args.config, io);
-    if (typeof config === 'number') return config;
-    base = adminBaseUrl(config.admin);
-  }
+  const base = await adminTarget('wait', args, io);
+  if (typeof base === 'number') return base;
   const url = new URL('/readyz', base);
   // An overall deadline: every ask is cut at it, so an answer dripping a byte at a time or a body
   // without end cannot hold `wait` past --timeout.

@@ -7,18 +7,21 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ATTACHMENT_KINDS } from '../shared/attachment.js';
 import { MAX_TIMER_MS } from '../shared/clock.js';
-import { GENTOKEN_PATH } from '../shared/api-paths.js';
+import { localizationSection, serviceSection } from './upstream-sections.js';
 
 /**
  * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
  * README configuration table (a test checks the README against this file) and `check-config`.
  * `x-env` names the environment variable that overrides a key; `x-secret` marks values that are
- * redacted wherever the config is printed.
+ * redacted wherever the config is printed. The keys of an upstream (`service`, `localization`) are
+ * declared once in shared/upstream-keys.ts; every env name follows the rule of shared/env-names.ts.
  */
 const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };
 /** The file's contents are re-read on change and on SIGHUP (every other key needs a restart). */
 const reread = { 'x-reload': 'file re-read' };
+/** The file holds a secret: run and check-config warn when every local user can read it. */
+const secretFile = { 'x-secret-file': true };
 
 /** Node fires a timer longer than 2^31-1 ms after 1 ms (docs/traps.md T15): no duration may exceed it. */
 const millis = { maximum: MAX_TIMER_MS };
@@ -63,36 +66,11 @@ export const DEFAULT_ATTACH = [
   { in: 'header' as const, name: 'ApiKey', value: '{apiKey}' },
 ];
 
-/**
- * The way out to an upstream, the same keys under `service` and `localization`: a forward proxy
- * (upstream/egress.ts) and a client certificate for mutual TLS (shared/client-certificate.ts).
- */
-const egressKeys = (prefix: string, what: string) => ({
-  proxy: Type.Optional(Type.String({ minLength: 1, description: `Forward proxy to ${what}: http://[user:password@]host:port (an HTTP CONNECT tunnel; TLS stays end to end and is verified as without it), or none. Unset: https_proxy/HTTPS_PROXY from the environment, minus the hosts in no_proxy/NO_PROXY.`, ...secret })),
-  proxyAuthFile: Type.Optional(Type.String({ minLength: 1, description: `File holding user:password for ${prefix}.proxy (Basic authentication; re-read on change and on SIGHUP); replaces a user in the proxy URL.`, ...reread })),
-  certFile: Type.Optional(Type.String({ minLength: 1, description: `Client certificate (PEM, leaf first, then intermediates) presented to ${what} for mutual TLS; needs ${prefix}.keyFile (re-read on change and on SIGHUP).`, ...reread })),
-  keyFile: Type.Optional(Type.String({ minLength: 1, description: `Private key (PEM) of ${prefix}.certFile (re-read on change and on SIGHUP).`, ...reread })),
-  keyPassphraseFile: Type.Optional(Type.String({ minLength: 1, description: `File holding the passphrase of an encrypted ${prefix}.keyFile (re-read on change and on SIGHUP).`, ...reread })),
-});
-
 const Cidrs = (def: string[], description: string) =>
   Type.Array(Type.String({ minLength: 1 }), { default: def, description });
 
-export const LocalizationSchema = Type.Object(
-  {
-    baseUrl: Type.String({ minLength: 1, description: 'Address of the Weblate-style localization server.', ...env('B2B_L10N_BASE_URL') }),
-    caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file) for the localization server, added to the system roots.' })),
-    ...egressKeys('localization', 'the localization server'),
-    allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// localization baseUrl (tests only).' }),
-    token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', ...env('B2B_L10N_TOKEN'), ...secret })),
-    tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', ...env('B2B_L10N_TOKEN_FILE'), ...reread })),
-    pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
-    watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/[category/]component/language) exported as metrics.' }),
-    pollIntervalSeconds: Type.Number({ ...seconds, minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
-    timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
-  },
-  { additionalProperties: false },
-);
+/** The upstream sections: the keys declared once in shared/upstream-keys.ts, then each section's own. */
+export const LocalizationSchema = localizationSection();
 
 export const ConfigSchema = Type.Object(
   {
@@ -116,23 +94,13 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
-    service: Type.Object(
-      {
-        baseUrl: Type.String({ minLength: 1, description: `Base address of the B2B service ({base_url}); the token operation is {baseUrl}${GENTOKEN_PATH}.`, ...env('B2B_BASE_URL') }),
-        caFile: Type.Optional(Type.String({ minLength: 1, description: 'Extra trusted CA (PEM file), added to the system roots.', ...env('B2B_CA_FILE') })),
-        allowInsecureHttp: Type.Boolean({ default: false, description: 'Allow an http:// baseUrl. Never in production: the token would travel in clear text.' }),
-        timeoutMs: Type.Integer({ ...millis, minimum: 100, default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body while it keeps sending.' }),
-        tokenTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
-        ...egressKeys('service', 'the service (gentoken and proxied requests)'),
-      },
-      { additionalProperties: false },
-    ),
+    service: serviceSection(),
     credentials: Type.Object(
       {
         apiKey: Type.Optional(Type.String({ minLength: 1, description: 'The ApiKey issued by the support team.', ...env('B2B_API_KEY'), ...secret })),
-        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE'), ...reread })),
+        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE'), ...reread, ...secretFile })),
         password: Type.Optional(Type.String({ minLength: 1, description: 'The password belonging to the ApiKey.', ...env('B2B_PASSWORD'), ...secret })),
-        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE'), ...reread })),
+        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE'), ...reread, ...secretFile })),
         rkObjectId: Type.Optional(Type.String({ minLength: 1, description: 'Code of the integrator\'s object (rkObjectId), available to attach templates.', ...env('B2B_RK_OBJECT_ID') })),
       },
       { additionalProperties: false, default: {} },

@@ -17,6 +17,7 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
   ajv.addKeyword({ keyword: 'x-env', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
   ajv.addKeyword({ keyword: 'x-reload', schemaType: 'string' });
+  ajv.addKeyword({ keyword: 'x-secret-file', schemaType: 'boolean' });
   return ajv;
 }
 

@@ -18,6 +18,7 @@ export interface SchemaNode {
   'x-secret'?: boolean;
   /** How a running sidecar picks up a change of this key without a restart, if it does. */
   'x-reload'?: string;
+  'x-secret-file'?: boolean;
 }
 
 /** A location in the config: object keys and array indexes. */
@@ -111,6 +112,18 @@ export function rereadFileKeys(config: unknown, schema: SchemaNode = root): stri
     if (typeof value === 'string') keys.push(formatPath(path));
   }, schema);
   return keys;
+}
+
+/** Every secret file (`x-secret-file`) `config` names, with its key (`service.keyFile`), in schema order. */
+export function secretFileKeys(config: unknown, schema: SchemaNode = root): Array<[key: string, file: string]> {
+  const out: Array<[string, string]> = [];
+  walkProperties((path, node) => {
+    if (node['x-secret-file'] !== true) return;
+    let value: unknown = config;
+    for (const segment of path) value = isRecord(value) ? value[segment] : undefined;
+    if (typeof value === 'string') out.push([formatPath(path), value]);
+  }, schema);
+  return out;
 }
 
 /** True for a plain (non-array, non-null) object. */

@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import type { Config } from './schema.js';
 import { envReplacements } from './load-config.js';
+import { secretFileKeys } from './walk.js';
 import { ipv4Equivalent, parseStrictCidr } from '../shared/ip-guard.js';
 
 /** A start-up warning: a valid configuration that probably does not do what was meant. */
@@ -19,29 +20,13 @@ function isLoopback(entry: string): boolean {
   return addr.kind() === 'ipv4' ? bits >= 8 && addr.range() === 'loopback' : bits === 128 && addr.range() === 'loopback';
 }
 
-/** Secret files a config can name, with the key that names them. */
-function secretFiles(config: Config): Array<[key: string, file: string]> {
-  const files: Array<[string, string | undefined]> = [
-    ['credentials.apiKeyFile', config.credentials.apiKeyFile],
-    ['credentials.passwordFile', config.credentials.passwordFile],
-    ['localization.tokenFile', config.localization?.tokenFile],
-  ];
-  // The forward proxy's user:password and the client certificate's key and its passphrase are
-  // secrets too (the certificate itself is public).
-  for (const [prefix, section] of [['service', config.service], ['localization', config.localization]] as const) {
-    if (!section) continue;
-    files.push([`${prefix}.proxyAuthFile`, section.proxyAuthFile], [`${prefix}.keyFile`, section.keyFile], [`${prefix}.keyPassphraseFile`, section.keyPassphraseFile]);
-  }
-  return files.filter((f): f is [string, string] => f[1] !== undefined);
-}
-
 /**
  * Warnings about a valid config, logged once by `run` at start and printed by `check-config`:
  * - `guard.allowAnyone`: anyone who can reach the listener acts as the integrator;
  * - a wildcard `listen.host` while `guard.allow` admits only loopback: remote clients get 403;
  * - a `guard.trustedProxies` entry wider than one address: every client inside it may name its
  *   own source address in X-Forwarded-For;
- * - a secret file every local user can read (mode o+r);
+ * - a secret file (`x-secret-file` in the schema) every local user can read (mode o+r);
  * - an environment variable that displaced a file setting (`B2B_PASSWORD` over `passwordFile`).
  */
 export function configWarnings(config: Config): ConfigWarning[] {
@@ -57,7 +42,7 @@ export function configWarnings(config: Config): ConfigWarning[] {
       });
     }
   }
-  for (const [key, file] of secretFiles(config)) {
+  for (const [key, file] of secretFileKeys(config)) {
     let mode: number;
     try {
       mode = statSync(file).mode;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { EXIT_OK, EXIT_USAGE } from '../commands/io.js';
+import { EXIT_OK, EXIT_USAGE } from '../commands/exit-codes.js';
 import { processIo as io, settle, surviveLostOutput, tuneV8ForServing } from './process-io.js';
 
 // Every command line but a plain `run [--config FILE]`, which dist/cli.js (launcher.ts) hands to
@@ -16,6 +16,7 @@ const commands = {
   doctor: () => import('../commands/doctor.js').then((m) => m.doctorCommand),
   healthcheck: () => import('../commands/healthcheck.js').then((m) => m.healthcheckCommand),
   wait: () => import('../commands/wait.js').then((m) => m.waitCommand),
+  status: () => import('../commands/status.js').then((m) => m.statusCommand),
 };
 
 const version = io.version ?? 'unknown';
@@ -57,6 +58,7 @@ const program = new Command('b2b-sidecar')
   .showHelpAfterError()
   .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 const configOption = () => new Option('-c, --config <file>', 'configuration file (YAML or JSON); environment variables override it');
+const adminOption = () => new Option('--admin <url>', 'the admin listener, e.g. http://127.0.0.1:9464 (default: from the config)');
 
 program.command('run').description('run the sidecar in the foreground (JSON logs on stdout)')
   .addOption(configOption())
@@ -101,13 +103,19 @@ program.command('translation').description('show one translation of the localiza
   .action((ref: string, o: { config?: string; json?: boolean }) => { result = commands.translation().then((f) => f({ ref, ...o }, io)); });
 program.command('healthcheck').description('exit 0 when /healthz on the configured admin listener answers 200, else 1 (for a container HEALTHCHECK)')
   .addOption(configOption())
-  .action((o: { config?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
+  .addOption(adminOption())
+  .action((o: { config?: string; admin?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
 program.command('wait').description('exit 0 once /readyz answers 200 (the sidecar holds a token), 1 on timeout: for postStart hooks, ExecStartPost= and scripts')
   .addOption(configOption())
   .option('--timeout <duration>', 'how long to wait: 30s, 500ms, 2m', '30s')
-  .option('--admin <url>', 'the admin listener, e.g. http://127.0.0.1:9464 (default: from the config)')
+  .addOption(adminOption())
   .action((o: import('../commands/wait.js').WaitArgs) => { result = commands.wait().then((f) => f(o, io)); });
+program.command('status').description('print the running sidecar\'s status (token, last refresh error, warnings, listeners, build); exit 0 ready, 1 not ready, 3 cannot reach it')
+  .addOption(configOption())
+  .addOption(adminOption())
+  .option('--json', 'print the status as JSON, as GET /status answers it')
+  .action((o: import('../commands/status.js').StatusArgs) => { result = commands.status().then((f) => f(o, io)); });
 
 try {
   program.parse(process.argv);

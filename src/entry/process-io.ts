@@ -1,6 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { EXIT_INTERRUPTED, type CommandIo } from '../commands/io.js';
+import { type CommandIo } from '../commands/io.js';
+import { EXIT_FAILURE, EXIT_INTERRUPTED } from '../commands/exit-codes.js';
 
 /**
  * The package version, read once from the package.json above the running script: `dist/cli.js`
@@ -29,7 +30,7 @@ export function packageVersion(script = process.argv[1]): string {
 /**
  * The process side shared by the two entries, cli-bundle.ts (every command, through commander) and
  * run-bundle.ts (the plain `run` fast path): the real CommandIo, the V8 tuning and the exit code.
- * Exit codes: 0 ok, 1 runtime failure, 2 invalid configuration or usage.
+ * Exit codes: the one table in commands/exit-codes.ts.
  */
 export const processIo: CommandIo = {
   stdout: process.stdout,
@@ -85,7 +86,7 @@ export function settle(result: Promise<number>): void {
     },
     (err: unknown) => {
       processIo.stderr.write(`error: ${(err as Error).message}\n`);
-      process.exitCode = 1;
+      process.exitCode = EXIT_FAILURE;
       endSoon();
     },
   );

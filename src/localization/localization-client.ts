@@ -2,6 +2,7 @@ import { clampDelay } from '../shared/clock.js';
 import type { TrustedCas } from '../shared/tls.js';
 import { undiciConnect, type Egress } from '../upstream/egress.js';
 import { Agent, request } from '../upstream/undici-request.js';
+import type { Upstream } from '../upstream/open-upstream.js';
 import { InvalidResponseError } from '../shared/errors.js';
 import {
   LocalizationRateLimitedError, LocalizationRequestError, LocalizationServerError,
@@ -39,6 +40,15 @@ export interface LocalizationClient {
   getTranslation(ref: TranslationRef): Promise<TranslationLookup>;
   /** Closes the connection pool; idempotent. */
   close(): Promise<void>;
+}
+
+/** The lookup client on an opened upstream (its address, trust, way out and deadline), closed with it. */
+export function localizationClientOn(upstream: Upstream, token: () => string | undefined): LocalizationClient {
+  const { settings } = upstream;
+  return upstream.adopt(createLocalizationClient({
+    baseUrl: settings.baseUrl, ...(upstream.ca ? { ca: upstream.ca } : {}), egress: upstream.egress.egress, token,
+    timeoutMs: settings.timeoutMs, allowInsecureHttp: settings.allowInsecureHttp,
+  }));
 }
 
 /** A translation object is a few KiB; anything far larger is not one. */

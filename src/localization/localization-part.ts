@@ -11,17 +11,16 @@ import type { Clock } from '../shared/clock.js';
 import type { LocalizationConfig } from '../config/schema.js';
 import { staticCredentials } from '../proxy/route-credentials.js';
 import { strippedNames } from '../proxy/stripped-names.js';
-import { createProxyEngine } from '../upstream/create-engine.js';
-import { startEgress, type EgressHandle } from '../upstream/egress-settings.js';
+import type { EgressHandle } from '../upstream/egress-settings.js';
+import { openUpstream, type TransportOptions } from '../upstream/open-upstream.js';
 import type { Environment } from '../shared/egress-proxy.js';
 import type { Metrics } from '../observability/metrics.js';
 import { TokenUnavailableError } from '../shared/errors.js';
-import type { EngineOptions } from '../upstream/engine.js';
 import type { ProxyRoute } from '../proxy/proxy-handler.js';
 import type { SecretSet } from '../shared/secrets.js';
-import { createLocalizationClient } from './localization-client.js';
+import { localizationClientOn } from './localization-client.js';
 import { createLocationRewrite } from './location-rewrite.js';
-import { localizationRoute } from './route-settings.js';
+import { localizationRoute, type LocalizationRoute } from './route-settings.js';
 import { createTranslationExporter } from './translation-exporter.js';
 import { parseTranslationRef } from '../config/translation-ref.js';
 
@@ -43,7 +42,7 @@ export async function startLocalizationPart(
   cfg: LocalizationConfig,
   deps: {
     engine: 'undici' | 'http-proxy';
-    engineOptions: Omit<EngineOptions, 'baseUrl' | 'ca'>;
+    engineOptions: TransportOptions;
     /** The service route's attachments: their names are stripped so B2B credentials never leak here. */
     serviceAttachments: CompiledAttachments;
     registry: Registry;
@@ -56,29 +55,25 @@ export async function startLocalizationPart(
   },
 ): Promise<LocalizationPart> {
   const { logger } = deps;
-  const described = localizationRoute(cfg, {
-    secrets: deps.secrets,
-    onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }),
+  const upstream = await openUpstream('localization', cfg, {
+    env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true, metrics: deps.metrics,
   });
-  let egress: EgressHandle | undefined;
-  const engine = await startEgress(cfg, {
-    route: 'localization', target: new URL(cfg.baseUrl), ca: described.ca, env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true,
-    onTunnelFailure: (reason) => deps.metrics?.egressProxyFailed('localization', reason),
-  }).then((started) => {
-    egress = started;
-    return createProxyEngine(deps.engine, { ...deps.engineOptions, baseUrl: new URL(cfg.baseUrl), ca: described.ca, egress: started.egress, headersTimeoutMs: cfg.timeoutMs });
-  }).catch((err: unknown) => {
+  let described: LocalizationRoute | undefined;
+  let engine;
+  try {
+    described = localizationRoute(cfg, {
+      secrets: deps.secrets,
+      onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }),
+    });
+    engine = await upstream.engine(deps.engine, { ...deps.engineOptions, headersTimeoutMs: cfg.timeoutMs });
+  } catch (err) {
     // Its file watchers must not outlive a part that never started.
-    egress?.close();
-    described.close();
+    described?.close();
+    await upstream.close();
     throw err;
-  });
-  const way = egress!;
-  deps.metrics?.clientCertificate('localization', () => way.certificate()?.notAfter);
-  if (way.egress.proxy) deps.metrics?.egressProxyInUse('localization');
-  const client = cfg.watch.length > 0
-    ? createLocalizationClient({ baseUrl: cfg.baseUrl, ca: described.ca, egress: way.egress, token: () => described.authorizationHeader()?.slice('Token '.length), timeoutMs: cfg.timeoutMs, allowInsecureHttp: cfg.allowInsecureHttp })
-    : undefined;
+  }
+  const routeSettings = described;
+  const client = cfg.watch.length > 0 ? localizationClientOn(upstream, () => routeSettings.authorizationHeader()?.slice('Token '.length)) : undefined;
   const exporter = client && createTranslationExporter({
     metrics: createTranslationMetrics(deps.registry), client, watch: cfg.watch.map((ref) => parseTranslationRef(ref)),
     pollIntervalSeconds: cfg.pollIntervalSeconds, clock: deps.clock, logger,
@@ -93,7 +88,7 @@ export async function startLocalizationPart(
     route: {
       name: 'localization', prefix: cfg.pathPrefix, engine, methods: new Set(['GET', 'HEAD']),
       credentials: staticCredentials(() => {
-        const header = described.authorizationHeader();
+        const header = routeSettings.authorizationHeader();
         if (header !== lastHeader) {
           lastHeader = header;
           prepared = { headers: header ? [['authorization', header]] : [], query: '', cookie: '' };
@@ -108,17 +103,15 @@ export async function startLocalizationPart(
       rewriteLocation: createLocationRewrite(cfg.baseUrl, cfg.pathPrefix),
     },
     reload: () => {
-      described.reloadToken();
-      void way.reload();
+      routeSettings.reloadToken();
+      void upstream.egress.reload();
     },
-    egress: way,
+    egress: upstream.egress,
     stop() {
       stopped ??= (async () => {
         await exporter?.stop();
-        await client?.close();
-        await engine.close();
-        described.close();
-        way.close();
+        await upstream.close();
+        routeSettings.close();
       })();
       return stopped;
     },

@@ -2,7 +2,7 @@ import { request } from 'node:http';
 
 /**
  * The one client of the admin listener (observability/admin.ts), for every command that reads
- * the running sidecar (`wait`, `healthcheck`). Each ask has an overall deadline, not an
+ * the running sidecar (`wait`, `healthcheck`, `status`). Each ask has an overall deadline, not an
  * inactivity timeout: an admin port that drips its answer a byte at a time, or sends a body
  * without end, fails the ask when the deadline passes instead of holding it for ever
  * (docs/traps.md). Bodies are read up to {@link MAX_ADMIN_BODY_BYTES}. A failure says why in
@@ -20,7 +20,7 @@ export interface AdminAnswer {
   /** The HTTP status, when a complete answer arrived. */
   status?: number;
   /** The answer's JSON body, when it was one. */
-  body?: { status?: unknown; message?: unknown; warnings?: unknown };
+  body?: { status?: unknown; message?: unknown; warnings?: unknown; readonly [key: string]: unknown };
   /** Why the ask failed, in words; absent on a 2xx answer. */
   failure?: string;
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Registry } from '@prometheus-io/client';
 import type { Logger } from './logger.js';
 import { sendJsonBody, sendText } from '../shared/send-json.js';
+import type { SidecarStatus } from './status.js';
 
 export interface AdminOptions {
   /** The sidecar's own registry, rendered at `/metrics`. */
@@ -16,6 +17,11 @@ export interface AdminOptions {
    * dead or stuck). Omitted = always live.
    */
   live?: () => { live: boolean; reason?: string };
+  /**
+   * The one status, answered as JSON at `GET /status` (always 200: the status was read; its
+   * `ready` says the verdict). Omitted = no `/status` route.
+   */
+  status?: () => SidecarStatus;
   /** `admin.allow` decision for the direct peer address (the socket's, never a forwarded header). */
   allow: (peer: string | undefined) => boolean;
   /** When given, `POST /shutdown` starts the graceful drain (`admin.allowShutdown`); otherwise it is 404. */
@@ -34,7 +40,7 @@ export const SCRAPE_CACHE_MS = 1000;
 type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>;
 
 /**
- * The admin listener's handler: `/healthz`, `/readyz`, `/metrics` and optionally
+ * The admin listener's handler: `/healthz`, `/readyz`, `/status`, `/metrics` and optionally
  * `POST /shutdown`. Kept off the proxy listener so scraping and probes never compete with, or
  * expose, proxied traffic. Every answer is JSON (or the Prometheus text format) and no error
  * leaks a stack (docs/traps.md T16).
@@ -43,7 +49,7 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>
  * express 5 bundled is 0.84 MB of code that cost ~60 ms of start-up (one core) and ~11 MB of
  * resident memory, against the start-up and idle-memory targets (bench/results/findings.md).
  */
-export function createAdminHandler({ registry, health, live, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createAdminHandler({ registry, health, live, status, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
   let rendered: { at: number; body: Promise<string> } | undefined;
   /** One rendering at a time, reused for SCRAPE_CACHE_MS; a failed one is not kept. */
   const render = (): Promise<string> => {
@@ -75,6 +81,7 @@ export function createAdminHandler({ registry, health, live, allow, onShutdown, 
       sendText(res, 200, registry.contentType, body);
     }]])],
   ]);
+  if (status) routes.set('/status', new Map([['GET', (_req, res) => sendJsonBody(res, 200, status())]]));
   if (onShutdown) {
     routes.set('/shutdown', new Map([['POST', (req, res) => {
       logger.info('drain requested through POST /shutdown', { source: req.socket.remoteAddress });

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { statusLine } from './status.js';
 import type { Clock, TimerHandle } from '../shared/clock.js';
 import type { Logger } from './logger.js';
 
@@ -132,9 +133,7 @@ class Notifier implements SystemdNotifier {
   #checkStatus(): void {
     if (this.#stopping || this.#closed || !this.#state) return;
     const health = this.#state.health();
-    const status = health.ready
-      ? `ready${health.warnings?.length ? ` (warning: ${health.warnings.join('; ')})` : ''}`
-      : `not ready: ${health.reason ?? 'unknown'}`;
+    const status = statusLine(health);
     const now = this.#options.clock.now();
     if (health.ready && !this.#ready) this.#markReady(status);
     else if (status !== this.#lastStatus && now - this.#lastStatusAt >= STATUS_MIN_INTERVAL_MS) this.#sendStatus(status, []);

@@ -123,7 +123,7 @@ export function createListener(
       admitInOrder(req, res, dispatch);
     },
   );
-  // All four explicitly: Node's defaults differ between releases (docs/traps.md T55). No socket
+  // All four explicitly: Node's defaults differ between releases (docs/traps.md T60). No socket
   // inactivity limit: a long download or upload may be silent on one side while the upstream
   // deadlines and the listener's request timeout bound it.
   setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });

@@ -12,16 +12,13 @@ import type { ProxyRoute } from '../proxy/proxy-handler.js';
 import { tokenCredentials } from '../proxy/route-credentials.js';
 import { strippedNames } from '../proxy/stripped-names.js';
 import type { Clock } from '../shared/clock.js';
-import type { TrustedCas } from '../shared/tls.js';
 import type { RunGroup } from '../shared/run-group.js';
 import type { SecretSet } from '../shared/secrets.js';
 import { createCredentialStore, type CredentialStore } from '../token/credential-store.js';
-import { createTokenClient, type TokenClientOptions } from '../token/token-client.js';
+import { createTokenClient, type TokenClient, type TokenClientOptions } from '../token/token-client.js';
 import { TokenManager, type TokenManagerOptions } from '../token/token-manager.js';
-import { createProxyEngine } from '../upstream/create-engine.js';
-import type { EngineOptions } from '../upstream/engine.js';
-import type { Egress } from '../upstream/egress.js';
-import { startEgress, type EgressDeps, type EgressHandle } from '../upstream/egress-settings.js';
+import type { EgressHandle } from '../upstream/egress-settings.js';
+import { openUpstream, type TransportOptions, type Upstream } from '../upstream/open-upstream.js';
 import type { Environment } from '../shared/egress-proxy.js';
 
 export interface ServicePart {
@@ -44,7 +41,7 @@ const SERVICE_ROUTE_HEADERS = ['authorization'];
  */
 
 /** Settings every upstream connection pool shares (the service's and the localization server's engine). */
-export function transportOptions(config: Config, deps: { clock?: Clock; logger?: Logger } = {}): Omit<EngineOptions, 'baseUrl' | 'ca'> {
+export function transportOptions(config: Config, deps: { clock?: Clock; logger?: Logger } = {}): TransportOptions {
   return {
     maxSockets: config.proxy.maxSockets,
     keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
@@ -55,22 +52,14 @@ export function transportOptions(config: Config, deps: { clock?: Clock; logger?:
   };
 }
 
-/** The engine to the service: the shared transport settings plus its address, trust and way out. */
-export function serviceEngineOptions(config: Config, ca: TrustedCas | undefined, deps: { clock?: Clock; logger?: Logger } = {}, egress?: Egress): EngineOptions {
-  return { ...transportOptions(config, deps), baseUrl: new URL(config.service.baseUrl), ca, egress };
+/** The gentoken client: every setting it reads, named; without `upstream`, its address alone (the start log). */
+export function tokenClientOptions(config: Config, upstream?: Pick<Upstream, 'ca' | 'egress'>): TokenClientOptions {
+  return { baseUrl: config.service.baseUrl, ca: upstream?.ca, timeoutMs: config.service.tokenTimeoutMs, egress: upstream?.egress.egress };
 }
 
-/** The gentoken client: every setting it reads, named. */
-export function tokenClientOptions(config: Config, ca: TrustedCas | undefined, egress?: Egress): TokenClientOptions {
-  return { baseUrl: config.service.baseUrl, ca, timeoutMs: config.service.tokenTimeoutMs, egress };
-}
-
-/**
- * The way out to the service: `service.proxy` (or the environment's), its proxyAuthFile, the
- * client certificate. Every command that talks to the service starts one.
- */
-export function startServiceEgress(config: Config, deps: Omit<EgressDeps, 'route' | 'target'>): Promise<EgressHandle> {
-  return startEgress(config.service, { ...deps, route: 'service', target: new URL(config.service.baseUrl) });
+/** The gentoken client on the service's upstream, closed with it. */
+export function tokenClientOn(config: Config, upstream: Upstream): TokenClient {
+  return upstream.adopt(createTokenClient(tokenClientOptions(config, upstream)));
 }
 
 /**
@@ -89,12 +78,13 @@ export function tokenManagerOptions(config: Config): TokenManagerOptions {
 }
 
 /**
- * Starts the service part inside `group` (each piece registered with its stop as it is made).
+ * Starts the service part inside `group` (each piece registered with its stop as it is made): the
+ * credential store, the upstream (CA, egress; the token client and the engine are built on it and
+ * closed with it), the token manager.
  * The token manager is made but not started: the sidecar starts it once the listeners are up.
  */
 export async function startServicePart(config: Config, deps: {
   group: RunGroup;
-  ca: TrustedCas | undefined;
   metrics: Metrics;
   clock: Clock;
   logger: Logger;
@@ -106,13 +96,10 @@ export async function startServicePart(config: Config, deps: {
 }): Promise<ServicePart> {
   const { group, logger, secrets, clock } = deps;
   const credentials = await group.started(createCredentialStore(config.credentials, { logger, secrets }), (c) => c.close());
-  const egress = await group.started(startServiceEgress(config, {
-    ca: deps.ca, env: deps.env ?? process.env, secrets, logger, watch: true,
-    onTunnelFailure: (reason) => deps.metrics.egressProxyFailed('service', reason),
-  }), (e) => e.close());
-  deps.metrics.clientCertificate('service', () => egress.certificate()?.notAfter);
-  if (egress.egress.proxy) deps.metrics.egressProxyInUse('service');
-  const client = await group.started(createTokenClient(tokenClientOptions(config, deps.ca, egress.egress)), (c) => c.close());
+  const upstream = await group.started(openUpstream('service', config.service, {
+    env: deps.env ?? process.env, secrets, logger, watch: true, metrics: deps.metrics,
+  }), (u) => u.close());
+  const client = tokenClientOn(config, upstream);
   const tokens = await group.started(new TokenManager({
     client, credentials, clock, logger, secrets, random: deps.random,
     onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
@@ -122,10 +109,8 @@ export async function startServicePart(config: Config, deps: {
     ...(deps.configPath ? { configPath: deps.configPath } : {}),
     options: tokenManagerOptions(config),
   }), (m) => m.stop());
-  const engine = await group.started(
-    createProxyEngine(config.proxy.engine, serviceEngineOptions(config, deps.ca, { clock, logger }, egress.egress)),
-    (e) => e.close(),
-  );
+  // Closed with the upstream, after the token manager has stopped.
+  const engine = await upstream.engine(config.proxy.engine, transportOptions(config, { clock, logger }));
   const attachments = compileAttachments(config.token.attach);
   return {
     route: {
@@ -136,6 +121,6 @@ export async function startServicePart(config: Config, deps: {
     tokens,
     credentials,
     attachments,
-    egress,
+    egress: upstream.egress,
   };
 }

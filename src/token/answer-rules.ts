@@ -18,14 +18,15 @@ import { pathKey, PathMemory } from './path-memory.js';
  * - **No success at all**: {@link ATTACH_EVIDENCE_ANSWERS} answers that say "not this way" (a 3xx
  *   other than 304, a 4xx other than 408 and 429) on at least two distinct paths, with tokens no
  *   request has succeeded with: attach suspect too (vendors answering a missing token with 400,
- *   a redirect to a login page, 403 or 404). Answers to a token that has succeeded are never
- *   evidence; 5xx and 429 say nothing about the token.
+ *   a redirect to a login page, 403 or 404). Once any request has succeeded (the attachment has
+ *   been seen to work), refusals are never evidence; 5xx and 429 say nothing about the token.
  * - Attach suspect clears at the first success (2xx or 304).
  * - **Superseded** (another holder of the key): a token that had succeeded is rejected while
  *   young, and the renewal helps (the replay on the same path succeeds). Counted once per token;
  *   a path's own 401 (the replay refused too) never counts.
- * - 401-triggered renewals that did not help (the replay was refused too) space the next ones
- *   out: 1 s, 2 s, 4 s … {@link MAX_RENEW_INTERVAL_MS}; one that helped starts over at 1 s.
+ * - 401-triggered renewals that did not help (the replay was refused too, nothing succeeding)
+ *   space the next ones out: 1 s, 2 s, 4 s … {@link MAX_RENEW_INTERVAL_MS}; one that helped starts
+ *   over at 1 s. A path's own 401 does not count: it says nothing about the next revocation.
  */
 
 /** A success: 2xx, or 304 (a cache revalidated with the token). */
@@ -141,7 +142,9 @@ export class AnswerRules {
       if (generation <= this.#succeededUpTo && !this.#watching) return undefined;
       return this.#succeeded(generation, path);
     }
-    if (generation <= this.#succeededUpTo || this.#suspect !== undefined || !isRefusal(status)) return undefined;
+    // Once any request has succeeded, token.attach has been seen to work: refusals after that are
+    // the app's business (objects that do not exist), not evidence against the attachment.
+    if (this.#succeededUpTo > 0 || this.#suspect !== undefined || !isRefusal(status)) return undefined;
     return this.#refusal(status, path);
   }
 
@@ -174,11 +177,16 @@ export class AnswerRules {
   replayed(rejected: RejectedToken, fresh: number, status: number, path: string): ReplayVerdict {
     const now = this.#now();
     if (status === 401) {
-      this.#unhelpful++;
       const key = pathKey(path);
+      // This path refused a fresh token before, while tokens have worked: refusing the next fresh
+      // one (which had no chance to succeed elsewhere yet) is the same answer, not new evidence.
+      const known = this.#succeededUpTo > 0 && this.#paths.get(key, now) !== undefined;
       this.#paths.set(key, { generation: fresh, seq: this.#successSeq, provenBefore: this.#succeededUpTo >= fresh, confirmed: false }, now);
       this.#watching = true;
-      if (rejected.proven || this.#succeededUpTo >= rejected.generation) return { kind: 'path-own', path: key };
+      // A path's own 401 says nothing about the next revocation: it must not slow the renewals
+      // every other client's 401s then need (the path memory and the budget bound its cost).
+      if (known || rejected.proven || this.#succeededUpTo >= rejected.generation) return { kind: 'path-own', path: key };
+      this.#unhelpful++;
       if (this.#refusedPath !== undefined && this.#refusedPath !== key) this.#enterSuspect('unauthorized', key);
       else {
         this.#refusedPath = key;

@@ -1,10 +1,12 @@
-import { clampDelay } from '../shared/clock.js';
+import { clampDelay, systemClock, type Clock } from '../shared/clock.js';
 import { ClientGone, type UpstreamResponse } from '../upstream/engine.js';
 import type { TrustedCas } from '../shared/tls.js';
 import { undiciConnect, type Egress } from '../upstream/egress.js';
 import { EgressProxyError } from '../upstream/connect-tunnel.js';
 import { Pool } from '../upstream/undici-core.js';
-import { UndiciExchange } from '../upstream/undici-exchange.js';
+import { UndiciExchange, type ConnectionReports } from '../upstream/undici-exchange.js';
+import { trackedClients } from '../upstream/undici-connections.js';
+import { staleConnectionReason } from '../upstream/upstream-retry.js';
 import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
 import { apiUrl, GENTOKEN_PATH } from '../shared/api-paths.js';
 import { echoedForms } from '../shared/secrets.js';
@@ -40,6 +42,8 @@ export interface TokenClientOptions {
   timeoutMs: number;
   /** The way out to the service (forward proxy, client certificate); absent = direct with `ca`. */
   egress?: Egress | undefined;
+  /** Tells a reused connection from a fresh one; the system clock when absent. */
+  clock?: Clock;
 }
 
 /** A token travels in a header; longer than this is not a plausible token (docs/traps.md T14). */
@@ -58,18 +62,32 @@ export function gentokenUrl(options: Pick<TokenClientOptions, 'baseUrl'>): strin
 /**
  * Creates the gentoken client with its own keep-alive connection pool. `close()` is idempotent and
  * aborts a request in flight.
+ *
+ * A call that fails on a reused connection before any answer byte (reset, broken pipe, closed: the
+ * service, a load balancer or the forward proxy closed the idle connection just as it was reused)
+ * is sent once more at once, on a new connection, within the same deadline; it is still one call
+ * for the caller and its budget. Anything else, an HTTP answer included, is never sent again here
+ * (docs/traps.md T53, docs/design.md "Reliability").
  */
 export function createTokenClient(options: TokenClientOptions): TokenClient {
   const { ca, timeoutMs } = options;
   const url = new URL(gentokenUrl(options));
-  // The CA must reach undici's connector; an https.Agent would be ignored (docs/traps.md T13).
-  const pool = new Pool(url.origin, {
+  const clients = trackedClients(options.clock ?? systemClock);
+  // Only whether a connection had carried an answer matters here; idle ages are not learned from
+  // (the pool's own idle timeout is already short, and renewals seldom find a connection at all).
+  const reports: ConnectionReports = { clock: options.clock ?? systemClock, staleAfterIdle: () => undefined };
+  const poolOptions = {
     allowH2: false, // see undici-engine.ts
+    // The CA must reach undici's connector; an https.Agent would be ignored (docs/traps.md T13).
     connect: undiciConnect(options.egress, ca, undefined) as never,
     // Renewals are minutes apart: a short idle timeout avoids reusing a socket the server closed.
     keepAliveTimeout: 4_000,
     keepAliveMaxTimeout: 10_000,
-  });
+  };
+  const pool = new Pool(url.origin, { ...poolOptions, factory: clients.factory as never });
+  // The one retry's connection: `pipelining: 0` closes each connection after its answer, so the
+  // retry never lands on another pooled connection that may be just as stale.
+  let freshPool: Pool | undefined;
   let closed: Promise<void> | undefined;
 
   return {
@@ -77,16 +95,23 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
       const deadline = new ClientGone();
       // Clamped: a longer delay would fire after 1 ms (docs/traps.md T15).
       const timer = setTimeout(() => deadline.abort(), clampDelay(timeoutMs));
+      // A bare dispatch never follows a redirect, which would re-send the ApiKey and the
+      // password elsewhere (docs/traps.md T13).
+      const send = (dispatcher: Pool, tracked: ConnectionReports | undefined) => new Promise<UpstreamResponse>((resolve, reject) => {
+        dispatcher.dispatch({
+          method: 'POST',
+          path: url.pathname,
+          headers: { 'Content-Type': 'application/json', Accept: 'application/json', ApiKey: c.apiKey },
+          body: JSON.stringify({ password: c.password }),
+        }, new UndiciExchange(deadline, resolve, reject, undefined, tracked));
+      });
       try {
-        // A bare dispatch never follows a redirect, which would re-send the ApiKey and the
-        // password elsewhere (docs/traps.md T13).
-        const res = await new Promise<UpstreamResponse>((resolve, reject) => {
-          pool.dispatch({
-            method: 'POST',
-            path: url.pathname,
-            headers: { 'Content-Type': 'application/json', Accept: 'application/json', ApiKey: c.apiKey },
-            body: JSON.stringify({ password: c.password }),
-          }, new UndiciExchange(deadline, resolve, reject));
+        const res = await send(pool, reports).catch((err: unknown) => {
+          // The keep-alive race (docs/traps.md T53): the service never saw an answerable request,
+          // and a second token is harmless. Marked only on a reused connection, before any byte
+          // of an answer; the fresh pool is untracked, so its failure is final.
+          if (deadline.aborted || closed || staleConnectionReason(err) === undefined) throw err;
+          return send(freshPool ??= new Pool(url.origin, { ...poolOptions, pipelining: 0 }), undefined);
         });
         if (res.status === 200) return parseAuthResult(await readBody(res));
         if (res.status === 401) throw new TokenUnauthorizedError(serverMessage(await readBody(res), c));
@@ -111,7 +136,7 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
     },
     close() {
       // Abort rather than wait: at shutdown a pending token request is of no use to anyone.
-      closed ??= pool.destroy();
+      closed ??= Promise.all([pool.destroy(), freshPool?.destroy()]).then(() => undefined);
       return closed;
     },
   };

@@ -4,18 +4,13 @@ import { resolveEgress, type EgressRoute, type Environment } from '../shared/egr
 import { watchFiles, type FileWatch } from '../shared/file-watch.js';
 import type { SecretSet } from '../shared/secrets.js';
 import type { TrustedCas } from '../shared/tls.js';
+import type { UpstreamSettings } from '../shared/upstream-keys.js';
 import type { Logger } from '../observability/logger.js';
 import type { TunnelFailure } from './connect-tunnel.js';
 import { createEgress, type Egress } from './egress.js';
 
-/** The keys under `service` and `localization` that shape the way out (config/schema.ts egressKeys). */
-export interface EgressSettings {
-  readonly proxy?: string | undefined;
-  readonly proxyAuthFile?: string | undefined;
-  readonly certFile?: string | undefined;
-  readonly keyFile?: string | undefined;
-  readonly keyPassphraseFile?: string | undefined;
-}
+/** The keys of an upstream that shape the way out (declared in shared/upstream-keys.ts). */
+export type EgressSettings = Pick<UpstreamSettings, 'proxy' | 'proxyAuthFile' | 'certFile' | 'keyFile' | 'keyPassphraseFile'>;
 
 /** A running egress: its files re-read on change and on SIGHUP (`reload`), like the credential files. */
 export interface EgressHandle {

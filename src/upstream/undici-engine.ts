@@ -62,6 +62,10 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
           path: basePath + request.path,
           headers: request.headers,
           body: body ?? null,
+          // undici closes the connection after any request whose body its method does not
+          // "expect" (GET, DELETE, OPTIONS with a body): a TLS handshake per such request, where
+          // Node's agent and nginx keep the connection (docs/traps.md T54). HEAD keeps undici's close.
+          reset: body !== undefined && request.method !== 'HEAD' ? false : undefined,
         }, exchange);
       });
     },

@@ -50,8 +50,21 @@ export function markStaleConnectionFailure(err: unknown, afterSentMs: number): b
 
 /** Why a failed exchange may be sent once more on a fresh connection, or undefined. */
 export function retryReason(err: unknown, method: string): RetryReason | undefined {
-  const stale = err && typeof err === 'object' ? (err as Marked)[STALE] : undefined;
+  const stale = staleMark(err);
   if (!stale) return undefined;
   if (stale.afterSentMs > STALE_WINDOW_MS && !IDEMPOTENT.has(method)) return undefined;
   return stale.reason;
+}
+
+/**
+ * Why a request failed as the race does (marked above), whatever the time since it was sent, or
+ * undefined. For a request that is safe to repeat even if the service did process it (gentoken:
+ * the worst case is a second token issued), so the 250 ms window does not apply.
+ */
+export function staleConnectionReason(err: unknown): RetryReason | undefined {
+  return staleMark(err)?.reason;
+}
+
+function staleMark(err: unknown): StaleFailure | undefined {
+  return err && typeof err === 'object' ? (err as Marked)[STALE] : undefined;
 }

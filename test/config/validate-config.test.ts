@@ -202,7 +202,7 @@ describe('validateConfig: problems', () => {
       'service.caFile (B2B_CA_FILE)',
       'credentials.apiKeyFile (B2B_API_KEY_FILE)',
       'credentials.passwordFile (B2B_PASSWORD_FILE)',
-      'localization.caFile',
+      'localization.caFile (B2B_L10N_CA_FILE)',
       'token.file (B2B_TOKEN_FILE)',
     ]);
     assert.match(problems[0]!, /does not exist/);

@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { EXIT_USAGE } from '../../src/commands/io.js';
+import { EXIT_USAGE } from '../../src/commands/exit-codes.js';
 import { schemaAt } from '../../src/config/walk.js';
 import { loadConfig } from '../../src/config/load-config.js';
 import { DEFAULT_READY_WITHOUT_TOKEN_AFTER_MS } from '../../src/observability/systemd-notify.js';

@@ -8,6 +8,8 @@ import { readFileSync } from 'node:fs';
  */
 const SOURCES: ReadonlyArray<{ file: string; returns?: boolean; literals?: RegExp }> = [
   { file: 'src/proxy/proxy-handler.ts' },
+  { file: 'src/proxy/admit.ts' },
+  { file: 'src/proxy/forward.ts' },
   { file: 'src/proxy/listener.ts' },
   { file: 'src/proxy/request-protocol.ts' },
   { file: 'src/proxy/request-target.ts', returns: true },

@@ -60,7 +60,7 @@ function runSidecar(config: string, options: { env?: Record<string, string>; asN
 
 async function fixture() {
   const dir = mkdtempSync(join(tmpdir(), 'b2b-start-fail-'));
-  chmodSync(dir, 0o777); // the unprivileged run must create its socket here
+  chmodSync(dir, 0o1777); // the unprivileged run must create its socket here (sticky, as /tmp: a world-writable directory without it is refused)
   const tls = await testTls();
   const ca = join(dir, 'ca.pem');
   copyFileSync(tls.caFile, ca);

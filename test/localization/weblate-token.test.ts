@@ -94,7 +94,7 @@ describe('localization token source', () => {
 });
 
 describe('localization route description', () => {
-  it('carries the prefix, target, trusted CAs and the localization token only', async () => {
+  it('carries the prefix, target and the localization token only (the CA is the upstream\'s)', async () => {
     const tls = await testTls();
     const route = localizationRoute({
       baseUrl: 'https://weblate.example.com/', caFile: tls.caFile, token: 'wlu_route1234', allowInsecureHttp: false,
@@ -103,7 +103,7 @@ describe('localization route description', () => {
     try {
       assert.equal(route.pathPrefix, '/l10n');
       assert.equal(route.targetBaseUrl, 'https://weblate.example.com');
-      assert.equal(route.ca?.extraPem, tls.caPem);
+      assert.ok(!('ca' in route));
       assert.equal(route.authorizationHeader(), 'Token wlu_route1234');
     } finally {
       route.close();

@@ -11,7 +11,7 @@ import { CREDENTIALS, startSidecar, startSimulator } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 
 /**
- * Every HTTP(S) server the product creates sets all its timeouts itself (docs/traps.md T55): Node's
+ * Every HTTP(S) server the product creates sets all its timeouts itself (docs/traps.md T60): Node's
  * defaults are loose and changed between releases. Each server that starts listening while the
  * sidecar (proxy, admin and unix-socket listeners) and both simulators start is collected, and must
  * carry the values setServerTimeouts gave it — a server left on a default has none.

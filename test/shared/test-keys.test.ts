@@ -11,7 +11,7 @@ import { testTls } from '../helpers/tls.js';
  * From Node 24.5 (OpenSSL security level 2) a TLS key under 2048 RSA bits is refused
  * (`ERR_SSL_EE_KEY_TOO_SMALL` for a server's own key, "EE certificate key too weak" for a peer's).
  * Every key the suite, the simulator and the benchmark generate must stay usable on every supported
- * runtime: elliptic curves of 256 bits or more, or RSA of 2048 bits or more (docs/traps.md T48, T56).
+ * runtime: elliptic curves of 256 bits or more, or RSA of 2048 bits or more (docs/traps.md T48, T61).
  */
 function strongEnough(key: KeyObject): boolean {
   const details = key.asymmetricKeyDetails ?? {};

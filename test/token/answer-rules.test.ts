@@ -61,14 +61,21 @@ describe('answer rules: a path\'s own 401', () => {
 
   it('renewals that did not help space the next ones out; one that helped starts over', () => {
     const { r } = rules();
-    r.answered(1, 200, '/a');
     assert.equal(r.renewIntervalMs, 1000);
     assert.equal(r.holdsForRenewal, true);
-    for (let g = 1; g <= 10; g++) r.replayed(token(g, true), g + 1, 401, `/secret/${g}`);
+    for (let g = 1; g <= 10; g++) assert.equal(r.replayed(token(g, false), g + 1, 401, '/secret').kind, 'refused');
     assert.equal(r.renewIntervalMs, MAX_RENEW_INTERVAL_MS);
     assert.equal(r.holdsForRenewal, false);
-    r.replayed(token(11, true, 0), 12, 200, '/b');
+    r.replayed(token(11, false, 0), 12, 200, '/b');
     assert.equal(r.renewIntervalMs, 1000);
+  });
+
+  it('a path\'s own 401s (objects the key may not see) never slow the renewals a later revocation needs', () => {
+    const { r } = rules();
+    r.answered(1, 200, '/a');
+    for (let g = 1; g <= 7; g++) assert.equal(r.replayed(token(g, true), g + 1, 401, `/objects/forbidden-${g}`).kind, 'path-own');
+    assert.equal(r.renewIntervalMs, 1000, 'the interval is untouched');
+    assert.equal(r.holdsForRenewal, true, 'a revocation\'s 401s still wait for the one renewal');
   });
 });
 
@@ -107,6 +114,17 @@ describe('answer rules: token.attach suspect', () => {
     r.answered(10, 200, '/ok');
     for (let i = 0; i < 50; i++) assert.equal(r.answered(10, 404, `/missing/${i}`), undefined);
     assert.equal(r.suspect, undefined);
+  });
+
+  it('refusals after renewals are no evidence once any request has succeeded (a correct config whose app asks for missing objects)', () => {
+    const { r } = rules();
+    r.answered(1, 200, '/ok');
+    for (let g = 2; g <= 6; g++) {
+      // Every renewal starts a token no request has succeeded with yet.
+      for (let i = 0; i < ATTACH_EVIDENCE_ANSWERS + 2; i++) assert.equal(r.answered(g, 404, `/missing/${g}/${i % 3}`), undefined);
+    }
+    assert.equal(r.suspect, undefined);
+    assert.equal(r.evidence.answers, 0);
   });
 });
 

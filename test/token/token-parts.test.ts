@@ -50,6 +50,9 @@ describe('gentoken failure reasons', () => {
     assert.equal(failureReason('rate_limited', '', 0), 'auth server asked to slow down (HTTP 429)');
     assert.equal(failureReason('server_error', 'auth server answered HTTP 502', 0), 'auth server failed (HTTP 502)');
     assert.match(failureReason('refused', '', 0), /^gentoken refused \(HTTP 403\)/);
+    assert.match(failureReason('tls', 'TLS: UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate; check service.caFile', 0), /^auth server certificate not trusted: TLS: UNABLE/);
+    assert.match(failureReason('tls', 'TLS: ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE: the server refused the handshake: it may require a client certificate', 0), /^auth server TLS handshake failed: /, 'a refused handshake is no trust problem');
+    assert.match(failureReason('tls', 'TLS: EE_KEY_TOO_SMALL: the key is too small; only the vendor can replace it', 0), /^auth server TLS handshake failed: /);
   });
 });
 

@@ -1,0 +1,228 @@
+import type { Logger } from '../observability/logger.js';
+import type { Clock } from '../shared/clock.js';
+import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, type RejectedToken, type SuspectForm } from './answer-rules.js';
+import { AnswerSignals, shortPath } from './answer-signals.js';
+import type { TokenSnapshot, TokenState } from './token-state.js';
+
+/** What the flow needs of the token manager: its single flight and the renewal loop's pace. */
+export interface FlowHost {
+  stopped(): boolean;
+  /** The usable token now (TokenManager.current()). */
+  current(): TokenSnapshot | undefined;
+  /** The gentoken attempt in flight, if any; `held` while the budget or a Retry-After holds it back. */
+  inflight(): { attempt: Promise<TokenSnapshot>; held: boolean } | undefined;
+  /** True when a 401-triggered gentoken call may go out at `now` (otherwise counted as deferred). */
+  mayCallNow(now: number): boolean;
+  /** Monotonic ms the current token's scheduled renewal is due at. */
+  renewDueAt(): number;
+  /** The longest wait for a gentoken call once it goes out (`service.tokenTimeoutMs`). */
+  readonly tokenTimeoutMs: number;
+  /** Starts the single-flight renewal a 401 asks for. */
+  renew(): Promise<TokenSnapshot>;
+  /** Waits for `p` at most the token timeout, then hands out only a usable token. */
+  bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot>;
+}
+
+export interface UnauthorizedFlowDeps {
+  clock: Clock;
+  logger: Logger;
+  state: TokenState;
+  host: FlowHost;
+  /** The config file the process runs with, for the doctor command a hint prints. */
+  configPath?: string;
+  /** Called for each young token that had succeeded, was rejected and replaced by a renewal that helped. */
+  onSuperseded?: () => void;
+}
+
+const PASS: Promise<undefined> = Promise.resolve(undefined);
+/**
+ * A 401 whose renewal the budget holds back waits for the token's scheduled renewal (never held
+ * back) when it falls due within this long, and is replayed with its token: under revocations,
+ * short-lived tokens then cost clients no 401 and the service no extra call (docs/design.md,
+ * "Reading the answers").
+ */
+const SCHEDULED_RENEWAL_WAIT_MS = 2_000;
+
+/**
+ * What the sidecar does with the service's answers: feeds them to the answer rules
+ * (answer-rules.ts), acts on their verdicts (a 401 renewed once and replayed, or passed back; a
+ * replay's answer judged; attach suspect and superseded recorded) and has answer-signals.ts say so.
+ * The gentoken call itself is the manager's single flight (`FlowHost`).
+ */
+export class UnauthorizedFlow {
+  readonly #clock: Clock;
+  readonly #logger: Logger;
+  readonly #state: TokenState;
+  readonly #host: FlowHost;
+  readonly #onSuperseded: (() => void) | undefined;
+  /** What the service's answers say (answer-rules.ts). */
+  readonly #rules: AnswerRules;
+  /** The log lines and warning texts of the rules' verdicts (answer-signals.ts). */
+  readonly #signals: AnswerSignals;
+  #deferred: Promise<TokenSnapshot | undefined> | undefined;
+  /** 401s waiting for the scheduled renewal: each takes the first token whose call went out after it arrived. */
+  #renewalWaiters: Array<{ since: number; settle: (token: TokenSnapshot | undefined) => void }> = [];
+  #mintedAfter401: TokenSnapshot | undefined;
+  /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
+  #rejected: RejectedToken | undefined;
+  #lastInvalidateAt = -Infinity;
+
+  constructor(deps: UnauthorizedFlowDeps) {
+    this.#clock = deps.clock;
+    this.#logger = deps.logger;
+    this.#state = deps.state;
+    this.#host = deps.host;
+    this.#onSuperseded = deps.onSuperseded;
+    this.#rules = new AnswerRules(() => this.#clock.now());
+    this.#signals = new AnswerSignals(deps.logger, deps.configPath);
+  }
+
+  /** A token arrived from an attempt started by `trigger` whose call went out at `sentAt` (monotonic ms). */
+  obtained(token: TokenSnapshot, trigger: string, sentAt: number): void {
+    if (trigger === 'upstream 401') this.#mintedAfter401 = token;
+    if (this.#renewalWaiters.length) {
+      const waiting = this.#renewalWaiters;
+      this.#renewalWaiters = waiting.filter((w) => w.since > sentAt);
+      for (const waiter of waiting) if (waiter.since <= sentAt) waiter.settle(token);
+    }
+  }
+
+  /** The manager stops: 401s waiting for the scheduled renewal are passed back. */
+  stop(): void {
+    for (const waiter of this.#renewalWaiters.splice(0)) waiter.settle(undefined);
+  }
+
+  /** See TokenManager.invalidate(). */
+  invalidate(generation: number, path: string): Promise<TokenSnapshot | undefined> {
+    if (this.#host.stopped()) return PASS;
+    const token = this.#state.token;
+    const before = this.#rules.suspect;
+    const verdict = this.#rules.unauthorized(generation, path);
+    if (verdict === 'newly-remembered') {
+      this.#signals.pathRemembered(path, PATH_MEMORY_MS / 60_000);
+    }
+    if (verdict === 'remembered' || verdict === 'newly-remembered') return PASS;
+    if (before === undefined && this.#rules.suspect !== undefined) this.#suspectEntered(this.#rules.suspect, path);
+    // A newer token is safe to reuse only if it was minted because of a 401: it then postdates
+    // the revocation. One from a routine renewal may predate the revocation that rejected the
+    // older token, and would be rejected as well (seen in the soak benchmark).
+    if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#newer(generation);
+    const inflight = this.#host.inflight();
+    // An attempt held back (a rotation or retry waiting for the budget) may wait far longer than a request should.
+    if (inflight?.held) return this.#newer(generation);
+    if (inflight) return this.#host.bounded(inflight.attempt).then((t) => (t.generation > generation ? t : undefined));
+    // A failing auth server is already retried on its backoff; request traffic must not add calls.
+    if (this.#state.failure !== undefined) return this.#newer(generation);
+    const now = this.#clock.now();
+    const wait = this.#lastInvalidateAt + this.#rules.renewIntervalMs - now;
+    if (wait > 0) {
+      // Too soon after the last 401-triggered renewal. When nothing suggests a renewal would not
+      // help (an ordinary revocation storm), one renewal is deferred to the end of the window and
+      // the 401s in the meantime wait for it (1 s at most), so a second revocation still heals.
+      // Otherwise (a renewal that did not help, token.attach suspect) the 401 goes back at once.
+      if (verdict !== 'renew' || !this.#rules.holdsForRenewal) return this.#newer(generation);
+      this.#deferred ??= new Promise<TokenSnapshot | undefined>((resolve, reject) => {
+        this.#clock.setTimeout(() => {
+          this.#deferred = undefined;
+          this.invalidate(generation, path).then(resolve, reject);
+        }, wait);
+      });
+      return this.#deferred;
+    }
+    if (!this.#host.mayCallNow(now)) return this.#scheduledRenewal(generation, now);
+    this.#lastInvalidateAt = now;
+    const rejectedCurrent = token !== undefined && token.generation === generation;
+    if (rejectedCurrent) {
+      // Held back from requests only while its renewal is on the wire: milliseconds.
+      this.#state.markBad();
+      this.#rejected = { generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds, proven: this.#rules.proven(generation) };
+    }
+    this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
+    const refreshed = this.#host.renew().catch((err: unknown) => {
+      // The auth server failed, not necessarily the token: keep serving it while it is valid.
+      this.#state.unmarkBad(token);
+      throw err;
+    });
+    return this.#host.bounded(refreshed);
+  }
+
+  /** See TokenManager.answered(). */
+  answered(generation: number, status: number, path: string, replayOf?: number): void {
+    if (replayOf !== undefined) return this.#replayAnswered(replayOf, generation, status, path);
+    const change = this.#rules.answered(generation, status, path);
+    if (change === 'suspect') this.#suspectEntered('answers', path);
+    else if (change === 'cleared') this.#signals.suspectCleared(generation);
+  }
+
+  /** The `/readyz` warnings of the answers (a new array each call). */
+  warnings(): string[] {
+    const form = this.#rules.suspect;
+    return form === undefined ? [] : [this.#signals.suspectWarning(form, this.#rules.suspectPath ?? '/')];
+  }
+
+  /** True while `token.attach` is suspect. */
+  attachSuspect(): boolean {
+    return this.#rules.suspect !== undefined;
+  }
+
+  /** While `token.attach` is suspect: the evidence and the path to probe. */
+  suspect(): { evidence: SuspectForm; path: string } | undefined {
+    const form = this.#rules.suspect;
+    return form === undefined ? undefined : { evidence: form, path: shortPath(this.#rules.suspectPath ?? '/') };
+  }
+
+  #replayAnswered(replayOf: number, fresh: number, status: number, path: string): void {
+    const before = this.#rules.suspect;
+    this.#rules.answered(fresh, status, path);
+    const pending = this.#rejected;
+    const rejected: RejectedToken = pending?.generation === replayOf ? pending : { generation: replayOf, obtainedAt: -Infinity, lifetimeSeconds: 0, proven: false };
+    const verdict = this.#rules.replayed(rejected, fresh, status, path);
+    const after = this.#rules.suspect;
+    if (before === undefined && after !== undefined) this.#suspectEntered(after, path);
+    else if (before !== undefined && after === undefined) this.#signals.suspectCleared(fresh);
+    if (verdict.kind === 'superseded') {
+      this.#state.supersededAt(this.#clock.wallNow(), verdict.count, verdict.count >= SUPERSEDED_THRESHOLD);
+      this.#onSuperseded?.();
+      if (verdict.tripped) this.#signals.supersededTripped(verdict.count);
+    } else if (verdict.kind === 'refused' && after === undefined && before === undefined) {
+      this.#signals.replayRefused(path, this.#rules.renewIntervalMs);
+    } else if (verdict.kind === 'path-own') {
+      this.#signals.pathOwn(path);
+    }
+  }
+
+  #suspectEntered(form: SuspectForm, path: string): void {
+    this.#signals.suspectEntered(form, this.#rules.suspectPath ?? path, this.#rules.evidence, this.#state.token?.fingerprint);
+  }
+
+  /**
+   * A 401 whose renewal the budget holds back: when the scheduled renewal falls due within
+   * SCHEDULED_RENEWAL_WAIT_MS, wait for its token (a call sent after the 401 arrived postdates the
+   * revocation) and replay with it; otherwise pass the 401 back at once.
+   */
+  #scheduledRenewal(generation: number, now: number): Promise<TokenSnapshot | undefined> {
+    const due = this.#host.renewDueAt() - now;
+    if (!(due <= SCHEDULED_RENEWAL_WAIT_MS)) return this.#newer(generation);
+    return new Promise((resolve) => {
+      const waiter = {
+        since: now,
+        settle: (token: TokenSnapshot | undefined) => {
+          this.#clock.clearTimeout(timer);
+          resolve(token !== undefined && token.generation > generation ? token : undefined);
+        },
+      };
+      // The renewal's own call may take up to the token timeout once it goes out.
+      const timer = this.#clock.setTimeout(() => {
+        this.#renewalWaiters = this.#renewalWaiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      }, Math.max(0, due) + this.#host.tokenTimeoutMs);
+      this.#renewalWaiters.push(waiter);
+    });
+  }
+
+  /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */
+  #newer(generation: number): Promise<TokenSnapshot | undefined> {
+    const t = this.#host.current();
+    return Promise.resolve(t !== undefined && t.generation > generation ? t : undefined);
+  }
+}

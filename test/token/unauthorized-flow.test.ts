@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { TokenState, type TokenSnapshot } from '../../src/token/token-state.js';
+import { UnauthorizedFlow } from '../../src/token/unauthorized-flow.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { captureLogger } from '../helpers/gentoken-server.js';
+
+/** The flow alone: a host whose renewal mints the next token at once, on the fake clock. */
+function setup() {
+  const clock = new FakeClock();
+  const log = captureLogger();
+  const state = new TokenState();
+  let renewals = 0;
+  let superseded = 0;
+  const mint = (trigger: string): TokenSnapshot => {
+    const token = state.obtained({ token: `token-value-${state.token ? state.token.generation + 1 : 1}`, refreshToken: null, aliveSecondsTtl: 900 } as never, { apiKey: 'k', password: 'p', version: 1 }, clock.now(), clock.wallNow(), 900);
+    flow.obtained(token, trigger, clock.now());
+    return token;
+  };
+  const flow: UnauthorizedFlow = new UnauthorizedFlow({
+    clock, logger: log.logger, state, onSuperseded: () => superseded++,
+    host: {
+      stopped: () => false,
+      current: () => state.usable(clock.now()),
+      inflight: () => undefined,
+      mayCallNow: () => true,
+      renewDueAt: () => Infinity,
+      tokenTimeoutMs: 5_000,
+      renew: () => {
+        renewals++;
+        assert.equal(state.usable(clock.now()), undefined, 'the rejected token is held back while its renewal is on the wire');
+        return Promise.resolve(mint('upstream 401'));
+      },
+      bounded: (p) => p,
+    },
+  });
+  mint('start');
+  return { clock, log, state, flow, renewals: () => renewals, superseded: () => superseded };
+}
+
+describe('the answers\' flow alone (fake clock)', () => {
+  it('renews once on a first 401 and hands the fresh token to replay with', async () => {
+    const { flow, renewals, log } = setup();
+    const fresh = await flow.invalidate(1, '/pub/b2b/v1/objects/1');
+    assert.equal(fresh?.generation, 2);
+    assert.equal(renewals(), 1);
+    assert.match(log.text(), /the service rejected the token; renewing/);
+  });
+
+  it('passes a path\'s own 401s back without renewing once the fresh token succeeds elsewhere', async () => {
+    const { flow, renewals, clock } = setup();
+    flow.answered(1, 200, '/b');
+    await flow.invalidate(1, '/a');
+    flow.answered(2, 401, '/a', 1); // the replay refused too: the path's own answer
+    flow.answered(2, 200, '/b');
+    clock.advance(5_000);
+    assert.equal(await flow.invalidate(2, '/a'), undefined);
+    assert.equal(renewals(), 1, 'no second gentoken call');
+    assert.equal(flow.attachSuspect(), false);
+  });
+
+  it('records a young proven token rejected where the renewal helped as superseded, with its time', async () => {
+    const { flow, state, clock, superseded } = setup();
+    flow.answered(1, 200, '/a');
+    clock.advance(10_000);
+    await flow.invalidate(1, '/a');
+    flow.answered(2, 200, '/a', 1);
+    assert.equal(superseded(), 1);
+    assert.deepEqual(state.superseded, { lastAtWall: clock.wallNow(), inWindow: 1, holds: false, total: 1 });
+  });
+
+  it('suspects token.attach after refusals on two paths with no success, and warns until one succeeds', () => {
+    const { flow } = setup();
+    for (let i = 0; i < 10; i++) flow.answered(1, 400, i % 2 ? '/a' : '/b');
+    assert.deepEqual(flow.suspect(), { evidence: 'answers', path: '/a' }, 'the path of the answer that tipped it');
+    assert.match(flow.warnings()[0] ?? '', /no request has succeeded since the token was obtained/);
+    flow.answered(1, 200, '/a');
+    assert.equal(flow.suspect(), undefined);
+    assert.deepEqual(flow.warnings(), []);
+  });
+});
