@@ -128,8 +128,11 @@ async function replayAfterUnauthorized(
 ): Promise<UpstreamResponse> {
   const renew = route.credentials.renewAfterUnauthorized!;
   if (streamed) {
-    // The body is gone, so no replay; but the token is still renewed for the next requests.
-    renew(credentials, path).catch(() => undefined);
+    // The body is gone, so no replay; but the token is still renewed for the next requests, and
+    // the next 401 on this path with the new one says whether it helped (the path's own 401).
+    renew(credentials, path).then((renewed) => {
+      if (renewed && renewed.generation !== credentials.generation) route.credentials.unreplayed?.(renewed, path);
+    }, () => undefined);
     return rejected;
   }
   const held = await hold(rejected);
@@ -143,7 +146,10 @@ async function replayAfterUnauthorized(
   // replaying with them would only earn a second 401.
   if (!renewed || renewed.generation === credentials.generation) return held;
   const replayed = await resend(renewed);
-  if (!replayed) return held;
+  if (!replayed) {
+    route.credentials.unreplayed?.(renewed, path);
+    return held;
+  }
   if (replayed.status === 401) metrics.upstreamUnauthorized();
   route.credentials.answered?.(renewed, replayed.status, path, credentials);
   return replayed;

@@ -25,6 +25,12 @@ export interface CredentialSource {
    * response: cheap.
    */
   answered?(used: RouteCredentials, status: number, path: string, replayOf?: RouteCredentials): void;
+  /**
+   * Present for renewable routes: the renewal after a 401 on `path` gave `fresh`, but the request
+   * could not be sent again (a streamed body, or its copy given up), so no replay tells whether it
+   * helped: the next 401 there with `fresh` is that answer.
+   */
+  unreplayed?(fresh: RouteCredentials, path: string): void;
 }
 
 /** The token-manager surface the proxy needs (see token-manager.ts). */
@@ -33,6 +39,7 @@ export interface TokenSource<S extends TokenLike = TokenLike> {
   acquire(): S | Promise<S>;
   invalidate(generation: number, path: string): Promise<S | undefined>;
   answered?(generation: number, status: number, path: string, replayOf?: number): void;
+  unreplayed?(fresh: number, path: string): void;
 }
 
 export interface TokenLike {
@@ -73,6 +80,7 @@ export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttac
       return token !== undefined && token.generation > used.generation ? wrap(token) : undefined;
     },
     answered: (used, status, path, replayOf) => tokens.answered?.(used.generation, status, path, replayOf?.generation),
+    unreplayed: (fresh, path) => tokens.unreplayed?.(fresh.generation, path),
   };
 }
 

@@ -209,6 +209,17 @@ export class AnswerRules {
     return { kind: 'superseded', count, tripped };
   }
 
+  /**
+   * A fresh token refused on `path` where no replay could tell (a streamed request): when that
+   * token has succeeded elsewhere, the path's own answer at once. True when it was so judged.
+   */
+  confirmIfProven(path: string, fresh: number): boolean {
+    const entry = this.#paths.get(pathKey(path), this.#now());
+    if (entry === undefined || entry.generation !== fresh || this.#succeededUpTo < fresh) return false;
+    entry.confirmed = true;
+    return true;
+  }
+
   /** True when a request succeeded with `generation` (or a later token). */
   proven(generation: number): boolean {
     return generation <= this.#succeededUpTo;

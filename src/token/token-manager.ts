@@ -192,6 +192,11 @@ export class TokenManager implements TokenView {
     this.#flow.answered(generation, status, path, replayOf);
   }
 
+  /** The renewal after a 401 on `path` gave `fresh`, but the request was not sent again (unauthorized-flow.ts). */
+  unreplayed(fresh: number, path: string): void {
+    this.#flow.unreplayed(fresh, path);
+  }
+
   /** Non-fatal conditions `/readyz` reports beside its verdict (a new array each call). */
   warnings(): string[] {
     return this.#flow.warnings();

@@ -2,6 +2,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, type RejectedToken, type SuspectForm } from './answer-rules.js';
 import { AnswerSignals, shortPath } from './answer-signals.js';
+import { pathKey } from './path-memory.js';
 import type { TokenSnapshot, TokenState } from './token-state.js';
 
 /** What the flow needs of the token manager: its single flight and the renewal loop's pace. */
@@ -66,6 +67,8 @@ export class UnauthorizedFlow {
   /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
   #rejected: RejectedToken | undefined;
   #lastInvalidateAt = -Infinity;
+  /** A renewal whose request was not sent again: the next 401 on that path with its token stands in for the replay. */
+  #unreplayed: { key: string; fresh: number; rejected: RejectedToken } | undefined;
 
   constructor(deps: UnauthorizedFlowDeps) {
     this.#clock = deps.clock;
@@ -95,6 +98,16 @@ export class UnauthorizedFlow {
   /** See TokenManager.invalidate(). */
   invalidate(generation: number, path: string): Promise<TokenSnapshot | undefined> {
     if (this.#host.stopped()) return PASS;
+    const pending = this.#unreplayed;
+    if (pending !== undefined && pending.fresh === generation && pending.key === pathKey(path)) {
+      // The fresh token refused on the path whose streamed request it was renewed for: the answer
+      // a replay would have given, judged as one (uploads must not renew on every 401 of a path
+      // that answers 401 for its own reasons).
+      this.#unreplayed = undefined;
+      this.#rejected = pending.rejected;
+      this.#replayAnswered(pending.rejected.generation, generation, 401, path);
+      if (this.#rules.confirmIfProven(path, generation)) this.#signals.pathRemembered(path, PATH_MEMORY_MS / 60_000);
+    }
     const token = this.#state.token;
     const before = this.#rules.suspect;
     const verdict = this.#rules.unauthorized(generation, path);
@@ -144,6 +157,12 @@ export class UnauthorizedFlow {
       throw err;
     });
     return this.#host.bounded(refreshed);
+  }
+
+  /** See TokenManager.unreplayed(). */
+  unreplayed(fresh: number, path: string): void {
+    const rejected = this.#rejected;
+    if (rejected !== undefined && rejected.generation < fresh) this.#unreplayed = { key: pathKey(path), fresh, rejected };
   }
 
   /** See TokenManager.answered(). */

@@ -59,6 +59,21 @@ describe('the answers\' flow alone (fake clock)', () => {
     assert.equal(flow.attachSuspect(), false);
   });
 
+  it('uploads that cannot be sent again do not renew on every 401 of a path that answers 401 for its own reasons', async () => {
+    const { flow, renewals, clock, state } = setup();
+    flow.answered(1, 200, '/ok');
+    for (let i = 0; i < 10; i++) {
+      clock.advance(5_000);
+      const generation = state.token!.generation;
+      // A streamed PUT refused with 401: renewed, but no replay to tell whether that helped.
+      const fresh = await flow.invalidate(generation, '/upload/secret');
+      if (fresh) flow.unreplayed(fresh.generation, '/upload/secret');
+      flow.answered(state.token!.generation, 200, '/ok'); // other traffic succeeds meanwhile
+    }
+    assert.equal(renewals(), 1, 'the second upload\'s 401 with the fresh token is the path\'s own answer');
+    assert.equal(flow.attachSuspect(), false);
+  });
+
   it('records a young proven token rejected where the renewal helped as superseded, with its time', async () => {
     const { flow, state, clock, superseded } = setup();
     flow.answered(1, 200, '/a');
