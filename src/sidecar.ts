@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import type { Logger } from './observability/logger.js';
 import { ListenError } from './config/listen-error.js';
 import type { Config } from './config/schema.js';

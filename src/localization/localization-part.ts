@@ -3,7 +3,7 @@
  * translation client and schema, the exporter. May import: shared/, config/, observability/,
  * upstream/, proxy/.
  */
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import type { Logger } from '../observability/logger.js';
 import { createTranslationMetrics } from '../observability/metrics.js';
 import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.js';
