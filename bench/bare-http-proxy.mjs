@@ -10,7 +10,7 @@
  */
 import { createServer } from 'node:http';
 import { Agent } from 'node:https';
-import httpProxy from 'http-proxy';
+import httpProxy from '@podium/node-http-proxy';
 import { credentialHeaders as headers, listenAndAnnounce, secureContext, target } from './lib/reference-env.mjs';
 
 const agent = new Agent({ keepAlive: true, maxSockets: 128, secureContext });

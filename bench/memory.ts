@@ -6,7 +6,11 @@
  * 50-connection POST 4 KiB load; each
  * sample also splits /proc/PID/smaps into kinds of mapping (Rss and private bytes each).
  *
+ * Each sample also lists the thread count and the largest anonymous mappings (a malloc arena of a
+ * V8 worker thread shows as one; bench/HISTORY.md, Node 24).
+ *
  *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
+ *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set where the sidecar tunes V8)]
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,10 +30,16 @@ const engine = arg('--engine', 'undici');
 const idleSeconds = Number(arg('--idle-seconds', '30'));
 const loadSeconds = Number(arg('--seconds', '5'));
 const bare = args.includes('--bare');
+const nodeOptions = arg('--node-options', '\0');
+const v8Flags = arg('--v8-flags', '');
 setDistDir(arg('--dist', join(ROOT, 'dist')));
 
 const PROBE = `
 import v8 from 'node:v8';
+// --v8-flags: set right after the sidecar's own first V8 flag, i.e. where it tunes V8.
+const extra = ${JSON.stringify(v8Flags)}.split(' ').filter(Boolean);
+const set = v8.setFlagsFromString;
+v8.setFlagsFromString = (flag) => { set(flag); if (flag === '--liftoff-only') for (const x of extra) set(x); };
 process.on('SIGUSR2', () => {
   const m = process.memoryUsage();
   const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }]));
@@ -72,6 +82,12 @@ async function sample(proc: Managed, label: string): Promise<void> {
   process.stdout.write(`JS: rss ${f(m['rss'])}  heapTotal ${f(m['heapTotal'])}  heapUsed ${f(m['heapUsed'])}  external ${f(m['external'])}  arrayBuffers ${f(m['arrayBuffers'])}\n`);
   process.stdout.write('V8 spaces (size / used MB): ' + Object.entries(m.spaces).filter(([, s]) => s.size > 0)
     .map(([n, s]) => `${n} ${(s.size / MB).toFixed(1)}/${(s.used / MB).toFixed(1)}`).join(', ') + '\n');
+  const threads = /Threads:\s+(\d+)/.exec(readFileSync(`/proc/${proc.pid}/status`, 'utf8'))?.[1];
+  const anonymous = readFileSync(`/proc/${proc.pid}/smaps`, 'utf8').split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/)
+    .filter((b) => b.slice(0, b.indexOf('\n')).trim().split(/\s+/).length === 5)
+    .map((b) => { const k = kbFields(b); return { size: (k.get('Size') ?? 0) / MB, rss: (k.get('Rss') ?? 0) / MB }; })
+    .sort((a, b) => b.rss - a.rss).slice(0, 6);
+  process.stdout.write(`threads ${threads}; largest anonymous mappings (rss/size MB): ${anonymous.map((a) => `${a.rss.toFixed(1)}/${a.size.toFixed(1)}`).join(' ')}\n`);
   for (const [kind, v] of [...smapsByKind(proc.pid)].sort((a, b) => b[1].rss - a[1].rss)) {
     if (v.rss >= 0.05 * MB) process.stdout.write(`  ${f(v.rss)} MB rss ${f(v.priv)} MB private  ${kind}\n`);
   }
@@ -102,7 +118,7 @@ async function main() {
         shutdown: { delaySeconds: 0, timeoutSeconds: 1 },
       }), { mode: 0o600 });
       proc = spawnManaged('sidecar', process.execPath, ['--import', probe, sidecarCli(), 'run', '--config', file],
-        { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
+        { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: nodeOptions === '\0' ? deployedNodeOptions() : nodeOptions }) });
       const started = JSON.parse(await proc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string };
       await proc.waitForLine((l) => l.includes('"token obtained"'), 20_000);
       port = Number(started.listen.split(':').pop());

@@ -44,14 +44,14 @@ const undiciWithoutHttp2 = {
   },
 };
 
-// prom-client requires @opentelemetry/api (~93 KB) at load for exemplars of its process CPU counter;
-// the sidecar never enables exemplars, so the bundle gets an empty module (lib/metrics/processCpuTotal.js
-// reads it only when `enableExemplars` is set).
+// The Prometheus client (@prometheus-io/client) requires @opentelemetry/api (~93 KB) at load for
+// exemplars of its process CPU counter; the sidecar never enables exemplars, so the bundle gets an
+// empty module (lib/metrics/processCpuTotal.js reads it only when `enableExemplars` is set).
 const unusedOtel = {
-  name: 'prom-client-without-opentelemetry',
+  name: 'prometheus-client-without-opentelemetry',
   setup(build) {
     build.onResolve({ filter: /^@opentelemetry\/api$/ }, (args) =>
-      args.importer.includes('/node_modules/prom-client/') ? { path: 'otel-unused', namespace: 'b2b-stub' } : undefined);
+      args.importer.includes('/node_modules/@prometheus-io/client/') ? { path: 'otel-unused', namespace: 'b2b-stub' } : undefined);
   },
 };
 

@@ -5,12 +5,19 @@
 // `node scripts/warm-code-cache.mjs DIST`. V8 takes a cache only under the flags it was made with,
 // so the V8 tuning `run` applies after loading (src/shared/v8-tuning.ts) is skipped here: a real
 // start compiles before that tuning too.
+//
+// V8 accepts a cache only from its own version: the build must run on the Node that ships (the
+// image's build stage uses the runtime stage's base image; a checkout says it in .node-version).
 import v8 from 'node:v8';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const lib = join(resolve(process.argv[2] ?? 'dist'), 'lib');
+const pinned = existsSync('.node-version') ? readFileSync('.node-version', 'utf8').trim() : undefined;
+if (pinned && pinned !== process.versions.node) {
+  process.stderr.write(`warm-code-cache: WARNING: built by Node ${process.versions.node}, but the runtime that ships is ${pinned} (.node-version), which will reject this code cache (a slower start); build with scripts/ensure-node.sh's node first on PATH\n`);
+}
 const { createB2bSimulator } = await import(join(lib, 'simulator/b2b-simulator.js'));
 const { generateTlsMaterial } = await import(join(lib, 'simulator/certs.js'));
 const { loadCommonJs } = await import(join(lib, 'entry/code-cache.js'));

@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import type { Logger } from './observability/logger.js';
 import { ListenError } from './config/listen-error.js';
 import type { Config } from './config/schema.js';
@@ -175,7 +175,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       // give up before making the part.
       group.alive();
       localization = await group.started(
-        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets, metrics, ...(deps.env ? { env: deps.env } : {}) }),
+        startLocalizationPart(l10n, { engine: config.proxy.engine, engineOptions: transportOptions(config, { clock, logger }), serviceAttachments: part.attachments, registry, clock, logger, secrets, metrics, signal: group.signal, ...(deps.env ? { env: deps.env } : {}) }),
         (l) => l.stop(),
       );
       routes.push(localization.route);

@@ -78,7 +78,7 @@ async function runDemo(args: { port?: number; adminPort?: number; ttl: number },
     }
     const secrets = new SecretSet();
     const logger = createLogger({ level: 'info', secrets, stream: io.stderr });
-    const { sidecar, startError } = watchStart(createSidecar(config, { logger, secrets }));
+    const { sidecar, startError } = watchStart(createSidecar(config, { logger, secrets, ...(io.version ? { version: io.version } : {}) }));
     const code = await serve(sidecar, io, logger, ({ port, adminPort }) => {
       const proxy = `http://127.0.0.1:${port}`;
       const admin = `http://127.0.0.1:${adminPort}`;

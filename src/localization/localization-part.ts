@@ -3,7 +3,7 @@
  * translation client and schema, the exporter. May import: shared/, config/, observability/,
  * upstream/, proxy/.
  */
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import type { Logger } from '../observability/logger.js';
 import { createTranslationMetrics } from '../observability/metrics.js';
 import type { CompiledAttachments, PreparedAttachments } from '../proxy/attach.js';
@@ -52,11 +52,13 @@ export async function startLocalizationPart(
     metrics?: Pick<Metrics, 'egressProxyFailed' | 'egressProxyInUse' | 'clientCertificate'>;
     /** Where HTTPS_PROXY and NO_PROXY are read; the process's environment by default. */
     env?: Environment;
+    /** Aborted when the process stops during start-up. */
+    signal?: AbortSignal;
   },
 ): Promise<LocalizationPart> {
   const { logger } = deps;
   const upstream = await openUpstream('localization', cfg, {
-    env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true, metrics: deps.metrics,
+    env: deps.env ?? process.env, secrets: deps.secrets, logger, watch: true, metrics: deps.metrics, signal: deps.signal,
   });
   let described: LocalizationRoute | undefined;
   let engine;

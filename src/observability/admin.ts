@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import type { Logger } from './logger.js';
 import { sendJsonBody, sendText } from '../shared/send-json.js';
 import type { SidecarStatus } from './status.js';

@@ -1,13 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import { createMetrics, createRegistry, createTranslationMetrics, LABEL_VALUES, MISNAMED_DEFAULT_GAUGES, TRANSLATION_STATES } from './metrics.js';
 import { codeCell, escapeCell, readmeRegion } from '../shared/readme-region.js';
 
 const START = '<!-- metrics-table:start -->';
 const END = '<!-- metrics-table:end -->';
 const SIDECAR_PREFIX = 'b2b_sidecar_';
-/** prom-client's default metrics share these prefixes and get one row between them. */
+/** The Prometheus client's default metrics share these prefixes and get one row between them. */
 const DEFAULT_PREFIXES = ['process_', 'nodejs_'];
 
 /**
@@ -31,7 +31,7 @@ interface MetricInfo { name: string; type: string; help: string; labelNames: rea
 /**
  * Renders the metrics table of docs/metrics.md (`| metric | type | meaning |`) from a fresh registry: one
  * row per sidecar metric with its labels, type and help text, plus the series that exist at 0
- * from the start and histogram buckets; prom-client's default metrics collapse into one row. The
+ * from the start and histogram buckets; the client's default metrics collapse into one row. The
  * README is checked against this output by test/observability/metrics-table.test.ts.
  * `register` fills the fresh registry (tests add a metric to see the table change).
  */
@@ -53,7 +53,7 @@ export async function renderMetricsTable(register: (registry: Registry) => void 
   if (defaults) {
     const dropped = MISNAMED_DEFAULT_GAUGES.map(codeCell).join(', ');
     const kept = MISNAMED_DEFAULT_GAUGES.map((n) => codeCell(n.replace(/_total$/, ''))).join(', ');
-    lines.push(`| ${DEFAULT_PREFIXES.map((p) => codeCell(`${p}*`)).join(', ')} | | prom-client's default process metrics, except ${dropped}: gauges must not end in \`_total\` (\`promtool check metrics\`); \`sum()\` of ${kept} gives the same totals. |`);
+    lines.push(`| ${DEFAULT_PREFIXES.map((p) => codeCell(`${p}*`)).join(', ')} | | the Prometheus client's default process metrics, except ${dropped}: gauges must not end in \`_total\` (\`promtool check metrics\`); \`sum()\` of ${kept} gives the same totals. |`);
   }
   const labelLine = `Labels stay low-cardinality: \`route\` is ${LABEL_VALUES.route.map(codeCell).join(' or ')} (never a path), `
     + `\`method\` is one of ${LABEL_VALUES.method.map(codeCell).join(', ')}, \`code\` is the status (100–599; anything else \`0\`). `

@@ -3,7 +3,7 @@
  * and their label values), the JSON logger with redaction, the admin listener's handler.
  * May import: shared/ only.
  */
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import { Counter, Gauge, Histogram, Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
 import { RequestSeries } from './request-series.js';
 
@@ -124,19 +124,19 @@ const REQUEST_LABELS = ['route', 'method', 'code'] as const;
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /**
- * prom-client's default gauges whose names end in `_total`, which Prometheus reserves for
+ * The Prometheus client's default gauges whose names end in `_total`, which Prometheus reserves for
  * counters (`promtool check metrics` rejects them). The per-type gauges `nodejs_active_handles`,
  * `nodejs_active_requests` and `nodejs_active_resources` stay; `sum()` of one gives its total.
  */
 export const MISNAMED_DEFAULT_GAUGES: readonly string[] = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'];
 
-/** The one place a Prometheus registry is built: one per sidecar, never prom-client's global one. */
+/** The one place a Prometheus registry is built: one per sidecar, never the client library's global one. */
 export function createRegistry(): Registry {
   return new RegistryClass();
 }
 
 /**
- * Registers the sidecar's metrics (their names are a contract: alerts and dashboards in deploy/ use them) and prom-client's default process
+ * Registers the sidecar's metrics (their names are a contract: alerts and dashboards in deploy/ use them) and the Prometheus client's default process
  * metrics on `registry`. Call once per registry; a second call throws instead of silently
  * double-registering (docs/traps.md T24).
  */
@@ -385,7 +385,7 @@ function statusLabel(code: number): number {
   return Number.isInteger(code) && code >= 100 && code <= 599 ? code : 0;
 }
 
-/** prom-client throws on a non-finite observation; a bad clock reading must not crash a request. */
+/** The Prometheus client throws on a non-finite observation; a bad clock reading must not crash a request. */
 function duration(seconds: number): number {
   return Number.isFinite(seconds) && seconds > 0 ? seconds : 0;
 }

@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 
 /** One label set's totals: observations per bucket (not cumulative; the last slot is above every bound), their sum and count. */
 export interface Series {
@@ -8,15 +8,15 @@ export interface Series {
   count: number;
 }
 
-/** What prom-client's registry reads of a metric: its own Counter and Histogram give the same shape. */
+/** What the Prometheus client's registry reads of a metric: its own Counter and Histogram give the same shape. */
 interface ExportedValue { labels: Record<string, string | number>; value: number; metricName?: string }
 
 /**
  * A request counter and a latency histogram over the same label sets, kept in plain numbers:
- * prom-client's labelled `observe()` and `inc()` build a label object, validate it and hash it to
+ * The client's labelled `observe()` and `inc()` build a label object, validate it and hash it to
  * a string on every call, ~1.5 µs per proxied request together (finding 25). Here a request adds
  * to the series its caller looked up once, and the registry reads the totals at scrape time in
- * the exact form prom-client's own Counter and Histogram export them (checked against them in
+ * the exact form the client's own Counter and Histogram export them (checked against them in
  * test/observability/request-series.test.ts).
  */
 export class RequestSeries {
@@ -34,7 +34,7 @@ export class RequestSeries {
     return this.#byKey.get(key);
   }
 
-  /** A new label set under `key`, exported from now on (in the order added, as prom-client does). */
+  /** A new label set under `key`, exported from now on (in the order added, as the client's own metrics do). */
   add(key: number, labels: Readonly<Record<string, string>>): Series {
     const series: Series = { labels, perBucket: new Float64Array(this.#bounds.length + 1), sum: 0, count: 0 };
     this.#series.push(series);
@@ -89,7 +89,7 @@ export class RequestSeries {
       aggregator: 'sum',
       // `metric.name`, not the name given: an OpenMetrics registry renames counters (drops `_total`).
       get: async () => ({ name: metric.name, help: info.help, type: info.type, values: values(), aggregator: 'sum' }),
-      // As prom-client's reset(): the label sets go too, and come back with their next request.
+      // As the client's reset(): the label sets go too, and come back with their next request.
       reset: () => {
         this.#series = [];
         this.#byKey = new Map();

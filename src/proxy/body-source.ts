@@ -14,10 +14,11 @@ export interface RequestBody {
   ready(send: (content: Buffer | ReplayTee) => void): void;
   /**
    * The whole body for a second attempt, or undefined when it cannot be sent again. Call it only
-   * once the exchange that read the body is over (answered or failed).
+   * once the exchange that read the body is over (answered or failed), and before `settle`: a
+   * settled body holds no copy, and this answers undefined.
    */
   again(): Promise<Buffer | undefined>;
-  /** The request is answered: the copy goes back to the budget, the pace and share end. Idempotent. */
+  /** The request is answered: the copy is let go and goes back to the budget, the pace and share end. Idempotent. */
   settle(): void;
   /** The request is over, answered or not: as settle, and the rest of the client's body is read and discarded. Idempotent. */
   abandon(): void;

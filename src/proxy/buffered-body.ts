@@ -6,7 +6,9 @@ import type { UploadPace } from './upload-pace.js';
 /**
  * A request body received whole before it goes upstream (see request-body.ts). Its declared
  * length is booked in the replay budget by the caller and given back by `settle`; the Buffer is
- * what the engine sends and, unchanged, what a replay or retry sends again.
+ * what the engine sends and, unchanged, what a replay or retry sends again. `settle` also lets go
+ * of the Buffer: the handler keeps this object until the response ends, and a slow-reading client
+ * must not hold the copy outside the budget meanwhile. A replay comes before `settle` or not at all.
  */
 export class BufferedBody implements RequestBody {
   readonly replayable = true;
@@ -59,6 +61,10 @@ export class BufferedBody implements RequestBody {
 
   settle(): void {
     this.#pace?.done();
+    // Given back to the budget, so no longer held here: again() answers undefined from now on.
+    this.#whole = undefined;
+    this.#chunks = undefined;
+    this.#send = undefined;
     if (!this.#booked) return;
     this.#booked = false;
     this.#budget.give(this.#length);
@@ -66,8 +72,6 @@ export class BufferedBody implements RequestBody {
 
   abandon(): void {
     this.settle();
-    this.#send = undefined;
-    this.#chunks = undefined;
     // Read the rest and discard it, so that the client can finish sending and read its answer.
     if (!this.#req.complete) this.#req.resume();
   }

@@ -61,7 +61,7 @@ export function headWithoutUpgrade(req: IncomingMessage): Buffer {
  * way to inject a socket). Must run only once every earlier response on the socket has closed:
  * the old parser's response queue is gone, so a new response would never get the socket.
  */
-export function refeedWithoutUpgrade(server: Server, socket: Socket, req: IncomingMessage, bodyHead: Buffer): void {
+export function refeedWithoutUpgrade(server: Server, socket: Socket, req: IncomingMessage, bodyHead: Buffer, body: UpgradeBody = NO_BODY): void {
   if (socket.destroyed || socket.readableEnded) {
     socket.destroy();
     return;
@@ -69,6 +69,45 @@ export function refeedWithoutUpgrade(server: Server, socket: Socket, req: Incomi
   // The detached parser may have left its keep-alive idle timer armed; the new one sets its own.
   socket.setTimeout(0);
   const head = headWithoutUpgrade(req);
-  socket.unshift(bodyHead.length > 0 ? Buffer.concat([head, bodyHead]) : head);
+  socket.unshift(Buffer.concat([head, framed(req, body), bodyHead]));
   server.emit('connection', socket);
+}
+
+/** The body of an upgrade request as Node handed it over: through `req` (Node 26) or not at all. */
+export interface UpgradeBody { viaStream: boolean; bytes: Buffer }
+const NO_BODY: UpgradeBody = Object.freeze({ viaStream: false, bytes: Buffer.alloc(0) });
+
+/**
+ * Node 22 and 24 leave an upgrade request's body in the bytes after its head (`bodyHead`) and end
+ * `req` empty; Node 26 parses the body into `req` and leaves only what follows it. The body is read
+ * here (at most `limit` bytes: undefined beyond) so the re-fed request carries it again.
+ */
+export function readUpgradeBody(req: IncomingMessage, limit: number): Promise<UpgradeBody | undefined> {
+  if (req.readableEnded) return Promise.resolve(NO_BODY);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.pause();
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    // No data at all: the body (if any) is still in bodyHead, as on Node 22 and 24. (An empty
+    // chunked body that Node 26 parsed cannot be told from that; it is left as it was.)
+    req.once('end', () => resolve(size > 0 ? { viaStream: true, bytes: Buffer.concat(chunks, size) } : NO_BODY));
+    req.once('error', reject);
+  });
+}
+
+/** The body bytes framed again as the head announces them: chunked as one chunk, else as they are. */
+function framed(req: IncomingMessage, body: UpgradeBody): Buffer {
+  if (!body.viaStream) return body.bytes;
+  if (req.headers['transfer-encoding'] === undefined) return body.bytes;
+  const size = body.bytes.length;
+  return Buffer.concat([Buffer.from(`${size.toString(16)}\r\n`, 'latin1'), body.bytes, Buffer.from('\r\n0\r\n\r\n', 'latin1')]);
 }

@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setServerTimeouts } from '../shared/server-timeouts.js';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js';
-import { dropH2cOffer, offersOnlyH2c, refeedWithoutUpgrade } from './h2c-upgrade.js';
+import { dropH2cOffer, offersOnlyH2c, readUpgradeBody, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
 import { clearStaleSocket, createSocketFile, LOCAL_SOCKET, removeSocketFile, type SocketFile } from './local-socket.js';
@@ -62,6 +63,16 @@ export interface Listener {
 const RAW_ANSWERS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 405: 'Method Not Allowed', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 503: 'Service Unavailable' };
 
 /**
+ * Most body bytes of a request offering h2c that are held while it is handed back to the HTTP
+ * parser: Node 26 reads such a body into the request first (h2c-upgrade.ts). 64 MiB, the largest
+ * request body the proxy buffers anywhere (proxy.replayBodyLimitBytes' ceiling).
+ */
+const H2C_BODY_LIMIT_BYTES = 64 * 1024 * 1024;
+
+/** How long an idle client connection stays open after a response, unless the limits say. */
+const LISTENER_KEEP_ALIVE_MS = 5000;
+
+/**
  * Wraps a request handler in an `http` server hardened against slow and malformed clients
  * (docs/traps.md T22–23, 30, 32): header and request timeouts, a header size cap (and no header
  * count cap below it), a connection cap, the strict parser (ambiguous Content-Length +
@@ -98,7 +109,7 @@ export function createListener(
       // client hold a connection far longer than configured.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
       maxHeaderSize: limits.maxHeaderBytes,
-      keepAliveTimeout: limits.keepAliveTimeoutMs ?? 5000,
+      keepAliveTimeout: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS,
       noDelay: true,
       requireHostHeader: true,
     },
@@ -112,6 +123,10 @@ export function createListener(
       admitInOrder(req, res, dispatch);
     },
   );
+  // All four explicitly: Node's defaults differ between releases (docs/traps.md T60). No socket
+  // inactivity limit: a long download or upload may be silent on one side while the upstream
+  // deadlines and the listener's request timeout bound it.
+  setServerTimeouts(server, { headersTimeoutMs: limits.headersTimeoutMs, requestTimeoutMs: limits.requestTimeoutMs, keepAliveTimeoutMs: limits.keepAliveTimeoutMs ?? LISTENER_KEEP_ALIVE_MS, idleTimeoutMs: 0 });
   // Node keeps only the first 2000 headers in req.headers while its parser frames the body
   // with all of them: a Content-Length after 2000 lines was invisible here and the body was
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
@@ -140,7 +155,11 @@ export function createListener(
       return;
     }
     logger.debug('h2c upgrade offer ignored: served as HTTP/1.1');
-    whenIdle(socket, () => refeedWithoutUpgrade(server, socket, req, bodyHead));
+    const body = readUpgradeBody(req, H2C_BODY_LIMIT_BYTES);
+    whenIdle(socket, () => void body.then((b) => {
+      if (b === undefined) rawAnswer(socket, 413, 'request body too large for a request offering an h2c upgrade');
+      else refeedWithoutUpgrade(server, socket, req, bodyHead, b);
+    }, () => socket.destroy()));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
@@ -179,6 +198,10 @@ export function createListener(
           server.off('error', reject);
           resolve();
         });
+      }), () => new Promise<void>((resolve) => {
+        if (!server.listening) return resolve();
+        server.close(() => resolve());
+        server.closeAllConnections();
       }));
     },
     async close(timeoutMs = 0) {

@@ -44,10 +44,18 @@ export async function clearStaleSocket(path: string): Promise<void> {
  * directory this process has just made (mode 0700, nobody else can enter it), the file gets its
  * mode and group there, and a hard link then puts it at `path`. Nothing is ever changed through
  * `path` itself, so a symlink (or any file) someone swaps in there is never followed or replaced:
- * the link fails with EEXIST instead. The private directory is removed whatever happens.
+ * the link fails with EEXIST instead. The private directory stays for the listener's lifetime:
+ * the server's close unlinks the path it bound (`<dir>/.b2b-XXXXXX/s`), and were the directory
+ * gone by then, whoever can write the socket directory could put a symlink at its name and have
+ * that unlink follow it. In a sticky directory nobody else can remove or rename it meanwhile.
+ * When creating fails, `unbind` closes the server first and the directory goes after it.
  */
-export async function createSocketFile(path: string, mode: number, gid: number | undefined, bind: (at: string) => Promise<void>): Promise<SocketFile> {
+export async function createSocketFile(
+  path: string, mode: number, gid: number | undefined, bind: (at: string) => Promise<void>, unbind: () => Promise<void>,
+): Promise<SocketFile> {
   const dir = mkdtempSync(join(dirname(path), PRIVATE_DIR_PREFIX));
+  const own = lstatSync(dir);
+  const privateDir = { path: dir, dev: own.dev, ino: own.ino };
   const at = join(dir, 's');
   try {
     await bind(at);
@@ -60,23 +68,25 @@ export async function createSocketFile(path: string, mode: number, gid: number |
       throw err;
     }
     const { dev, ino } = lstatSync(at);
-    return { path, dev, ino };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+    return { path, dev, ino, privateDir };
+  } catch (err) {
+    await unbind().catch(() => undefined);
+    removePrivateDir(privateDir);
+    throw err;
   }
 }
 
-/** The socket file a listener put at `path`: removed on close only while `path` still names it. */
-export interface SocketFile {
-  readonly path: string;
-  readonly dev: number;
-  readonly ino: number;
+interface OwnFile { readonly path: string; readonly dev: number; readonly ino: number }
+
+/** The socket file a listener put at `path` (removed on close only while `path` still names it), and the private directory it was bound in. */
+export interface SocketFile extends OwnFile {
+  readonly privateDir: OwnFile;
 }
 
 /**
- * Removes the socket this process made, and nothing else: the server's close unlinks only the path
- * it bound (in the private directory, already gone), and whatever has since been put at `path`
- * (another sidecar's live socket, someone's file) stays.
+ * Removes the socket this process made, and nothing else, once its server is closed: the file at
+ * `path` only while it is still the one linked there (another sidecar's live socket, someone's
+ * file stays), then the private directory, only while it is still the one made for it.
  */
 export function removeSocketFile(file: SocketFile): void {
   try {
@@ -85,6 +95,14 @@ export function removeSocketFile(file: SocketFile): void {
   } catch {
     // already gone
   }
+  removePrivateDir(file.privateDir);
+}
+
+function removePrivateDir(dir: OwnFile): void {
+  const now = lstatSync(dir.path, { throwIfNoEntry: false });
+  // Not a directory, or another one: not the one made here (lstat: a symlink is never followed).
+  if (!now?.isDirectory() || now.dev !== dir.dev || now.ino !== dir.ino) return;
+  rmSync(dir.path, { recursive: true, force: true });
 }
 
 /** A group name or number as a gid (names from /etc/group), or why not. */

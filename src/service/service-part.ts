@@ -97,7 +97,7 @@ export async function startServicePart(config: Config, deps: {
   const { group, logger, secrets, clock } = deps;
   const credentials = await group.started(createCredentialStore(config.credentials, { logger, secrets }), (c) => c.close());
   const upstream = await group.started(openUpstream('service', config.service, {
-    env: deps.env ?? process.env, secrets, logger, watch: true, metrics: deps.metrics,
+    env: deps.env ?? process.env, secrets, logger, watch: true, metrics: deps.metrics, signal: group.signal,
   }), (u) => u.close());
   const client = tokenClientOn(config, upstream);
   const tokens = await group.started(new TokenManager({

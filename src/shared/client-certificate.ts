@@ -3,7 +3,7 @@ import { createSecureContext } from 'node:tls';
 import { FileRefusedError, MAX_PEM_FILE_BYTES, MAX_SECRET_FILE_BYTES, readBoundedFile, readBoundedFileSync } from './bounded-file.js';
 import { pemCertificatesProblem } from './tls.js';
 import { keyDerivationProblem } from './key-derivation.js';
-import { decryptKeyOffThread, decryptKeySync, KeyDecryptionError } from './key-decryption.js';
+import { decryptKeyOffThread, decryptKeySync, KEY_DECRYPTION_TIMEOUT_MS, KeyDecryptionError, type DecryptOptions } from './key-decryption.js';
 
 /** Where a client certificate and its key come from (`service.certFile`, ... under one prefix). */
 export interface ClientCertificateFiles {
@@ -58,7 +58,7 @@ export function loadClientCertificateSync(files: ClientCertificateFiles, now: Da
  * encrypted key is decrypted on a worker thread (shared/key-decryption.ts). When the three files
  * hold exactly what `current` was made from, `current` is returned without decrypting again.
  */
-export async function loadClientCertificate(files: ClientCertificateFiles, now: Date, current?: ClientCertificate): Promise<ClientCertificate> {
+export async function loadClientCertificate(files: ClientCertificateFiles, now: Date, current?: ClientCertificate, options: DecryptOptions = {}): Promise<ClientCertificate> {
   const read = async (file: string, max: number, what: string) => {
     try {
       return await readBoundedFile(file, max);
@@ -77,7 +77,7 @@ export async function loadClientCertificate(files: ClientCertificateFiles, now: 
   let keyObject: KeyObject;
   if (checked.encrypted) {
     try {
-      keyObject = await decryptKeyOffThread(key, checked.passphrase!);
+      keyObject = await decryptKeyOffThread(key, checked.passphrase!, options);
     } catch (err) {
       keyObject = decrypting(files, checked, () => { throw err; });
     }
@@ -124,6 +124,8 @@ function decrypting(files: ClientCertificateFiles, checked: Prechecked, decrypt:
     return decrypt();
   } catch (err) {
     const code = err instanceof KeyDecryptionError ? err.code : (err as { code?: string }).code ?? '';
+    if (code === 'timed out') throw new Error(`${prefix}.keyFile ${files.keyFile} was not decrypted within ${KEY_DECRYPTION_TIMEOUT_MS / 1000} s: re-encrypt it with a lower work factor, e.g. openssl pkcs8 -topk8 -v2 aes-256-cbc -iter 100000`);
+    if (code === 'stopped') throw new Error(`${prefix}.keyFile ${files.keyFile}: decryption given up, the process is stopping`);
     if (/ERR_MISSING_PASSPHRASE/.test(code)) throw new Error(`${prefix}.keyFile ${files.keyFile} is encrypted: set ${prefix}.keyPassphraseFile`);
     if (checked.encrypted) throw new Error(`${prefix}.keyFile ${files.keyFile} cannot be decrypted with ${prefix}.keyPassphraseFile ${files.keyPassphraseFile} (or is not a private key)`);
     throw new Error(`${prefix}.keyFile ${files.keyFile} is not a usable private key (${code || 'unparsable'})`);

@@ -25,24 +25,51 @@ export class KeyDecryptionError extends Error {
   }
 }
 
-/** The key decrypted off the main thread. Rejects with a KeyDecryptionError. */
-export function decryptKeyOffThread(pem: string, passphrase: string): Promise<KeyObject> {
+/**
+ * Longest a decryption may take before its worker is ended. The accepted work factors
+ * (key-derivation.ts) take well under a second on a current core; this leaves room for a slow,
+ * shared one and still ends whatever an unread header would have cost.
+ */
+export const KEY_DECRYPTION_TIMEOUT_MS = 30_000;
+
+export interface DecryptOptions {
+  /** {@link KEY_DECRYPTION_TIMEOUT_MS} unless given. */
+  timeoutMs?: number;
+  /** Aborted when the process stops: the worker is ended at once, the promise rejects. */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * The key decrypted off the main thread. Rejects with a KeyDecryptionError: `timed out` past the
+ * deadline, `stopped` once `signal` aborts; either way the worker is terminated. The worker is
+ * unref'd: one still running never keeps the process alive.
+ */
+export function decryptKeyOffThread(pem: string, passphrase: string, options: DecryptOptions = {}): Promise<KeyObject> {
+  const { signal } = options;
+  if (signal?.aborted) return Promise.reject(new KeyDecryptionError('stopped'));
   return new Promise((resolve, reject) => {
     // No execArgv: a loader the parent was started with (tsx in tests) is not needed for this text.
     const worker = new Worker(WORKER, { eval: true, workerData: { key: pem, passphrase }, execArgv: [], stdout: true, stderr: true });
     let settled = false;
-    worker.once('message', (answer: { key?: KeyObject; code?: string }) => {
+    const end = (outcome: () => void): void => {
+      if (settled) return;
       settled = true;
-      if (answer.key) resolve(answer.key);
-      else reject(new KeyDecryptionError(answer.code ?? 'unparsable'));
+      clearTimeout(deadline);
+      signal?.removeEventListener('abort', onAbort);
+      outcome();
       void worker.terminate();
+    };
+    const deadline = setTimeout(() => end(() => reject(new KeyDecryptionError('timed out'))), options.timeoutMs ?? KEY_DECRYPTION_TIMEOUT_MS);
+    deadline.unref();
+    const onAbort = (): void => end(() => reject(new KeyDecryptionError('stopped')));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    worker.once('message', (answer: { key?: KeyObject; code?: string }) => {
+      end(() => (answer.key ? resolve(answer.key) : reject(new KeyDecryptionError(answer.code ?? 'unparsable'))));
     });
-    worker.once('error', (err) => {
-      if (!settled) reject(new KeyDecryptionError((err as { code?: string }).code ?? 'worker failed'));
-    });
-    worker.once('exit', () => {
-      if (!settled) reject(new KeyDecryptionError('worker exited'));
-    });
+    worker.once('error', (err) => end(() => reject(new KeyDecryptionError((err as { code?: string }).code ?? 'worker failed'))));
+    worker.once('exit', () => end(() => reject(new KeyDecryptionError('worker exited'))));
+    // After the listeners: adding a 'message' listener refs the worker again.
+    worker.unref();
   });
 }
 

@@ -19,12 +19,16 @@ const PBES1 = /^1\.2\.840\.113549\.1\.(5\.(1|3|4|6|10|11)|12\.1\.[1-6])$/;
 
 const ENCRYPTED_PKCS8 = /-----BEGIN ENCRYPTED PRIVATE KEY-----([\s\S]*?)-----END ENCRYPTED PRIVATE KEY-----/;
 
-/** The derivation an encrypted PKCS#8 key names, or undefined when the text holds none (or one this cannot read: OpenSSL judges it then). */
+/**
+ * The derivation an encrypted PKCS#8 key names; undefined when the text holds no `ENCRYPTED PRIVATE
+ * KEY`, 'unreadable' when it holds one whose header this cannot read. OpenSSL may still accept such
+ * a key (it reads BER, not only DER), so an unreadable header is refused, never left to OpenSSL.
+ */
 export type KeyDerivation =
   | { readonly kdf: 'pbkdf2'; readonly iterations: number }
   | { readonly kdf: 'scrypt'; readonly n: number; readonly r: number; readonly p: number };
 
-export function keyDerivation(pem: string): KeyDerivation | undefined {
+export function keyDerivation(pem: string): KeyDerivation | 'unreadable' | undefined {
   const match = ENCRYPTED_PKCS8.exec(pem);
   if (!match) return undefined;
   try {
@@ -40,18 +44,21 @@ export function keyDerivation(pem: string): KeyDerivation | undefined {
       const fields = children(der, kdfParams!.start);
       if (kdf === OID_PBKDF2) return { kdf: 'pbkdf2', iterations: integer(der, fields[1]!) };
       if (kdf === OID_SCRYPT) return { kdf: 'scrypt', n: integer(der, fields[1]!), r: integer(der, fields[2]!), p: integer(der, fields[3]!) };
-      return undefined;
+      return 'unreadable';
     }
     if (PBES1.test(scheme)) return { kdf: 'pbkdf2', iterations: integer(der, children(der, params!.start)[1]!) };
-    return undefined;
+    return 'unreadable';
   } catch {
-    return undefined; // not DER this reads: createPrivateKey gives its own reason
+    return 'unreadable'; // fail closed: what cannot be read here is not handed to OpenSSL to find out
   }
 }
 
 /** Why this key costs too much to decrypt, or undefined. */
 export function keyDerivationProblem(pem: string): string | undefined {
   const derivation = keyDerivation(pem);
+  if (derivation === 'unreadable') {
+    return 'is an ENCRYPTED PRIVATE KEY whose encryption header cannot be read (its key-derivation cost cannot be checked before decrypting): re-encrypt it, e.g. openssl pkcs8 -topk8 -v2 aes-256-cbc -iter 100000';
+  }
   if (derivation?.kdf === 'pbkdf2' && derivation.iterations > MAX_KEY_ITERATIONS) {
     return `is encrypted with ${derivation.iterations.toLocaleString('en')} key-derivation iterations; at most ${MAX_KEY_ITERATIONS.toLocaleString('en')} are accepted (each decryption would take that much CPU): re-encrypt it, e.g. openssl pkcs8 -topk8 -v2 aes-256-cbc -iter 100000`;
   }
@@ -63,14 +70,27 @@ export function keyDerivationProblem(pem: string): string | undefined {
 
 interface Tlv { readonly tag: number; readonly start: number; readonly end: number }
 
-/** One DER element at `at`: its tag and where its value lies. */
+/**
+ * One element at `at`: its tag and where its value lies. A long-form length is read as OpenSSL
+ * reads it, leading zero bytes skipped however many there are (not strict DER, which has none), so
+ * that no padding hides a header from this reader while OpenSSL still decrypts the key. What is left
+ * after the zeros must fit in 4 bytes; an indefinite length (BER) is not read (the caller refuses).
+ */
 function element(der: Buffer, at: number): Tlv {
+  if (at + 2 > der.length) throw new Error('truncated');
   const tag = der[at]!;
+  if ((tag & 0x1f) === 0x1f) throw new Error('unsupported tag');
   let length = der[at + 1]!;
   let start = at + 2;
   if (length & 0x80) {
-    const bytes = length & 0x7f;
-    if (bytes === 0 || bytes > 4) throw new Error('unsupported length');
+    let bytes = length & 0x7f;
+    if (bytes === 0) throw new Error('indefinite length');
+    if (start + bytes > der.length) throw new Error('truncated');
+    while (bytes > 0 && der[start] === 0) {
+      start++;
+      bytes--;
+    }
+    if (bytes > 4) throw new Error('unsupported length');
     length = 0;
     for (let i = 0; i < bytes; i++) length = length * 256 + der[start + i]!;
     start += bytes;

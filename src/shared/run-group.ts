@@ -17,6 +17,15 @@ export class RunGroup {
   readonly #logger: StopWarnings;
   #stopRequested = false;
   #stopped: Promise<void> | undefined;
+  readonly #stopping = new AbortController();
+
+  /**
+   * Aborted when a stop is requested: a part that waits on something long (a key decrypted on a
+   * worker thread) gives it up, and its failure then reads as the stop (see `started`).
+   */
+  get signal(): AbortSignal {
+    return this.#stopping.signal;
+  }
 
   constructor(logger: StopWarnings) {
     this.#logger = logger;
@@ -29,7 +38,13 @@ export class RunGroup {
    * once a stop was requested, call `alive()` before making it.
    */
   async started<T>(part: T | Promise<T>, stop: (part: T) => Promise<void> | void): Promise<T> {
-    const value = await part;
+    let value: T;
+    try {
+      value = await part;
+    } catch (err) {
+      this.alive(); // failed because a stop was requested meanwhile: that is what start-up reports
+      throw err;
+    }
     this.#stops.push(() => stop(value));
     this.alive();
     return value;
@@ -43,11 +58,12 @@ export class RunGroup {
   /** Makes start-up give up at its next step; `stopAll()` does this too. */
   requestStop(): void {
     this.#stopRequested = true;
+    this.#stopping.abort();
   }
 
   /** Runs every registered stop once, newest first; one failing does not keep the others from running. */
   stopAll(): Promise<void> {
-    this.#stopRequested = true;
+    this.requestStop();
     this.#stopped ??= (async () => {
       for (const stop of this.#stops.reverse()) {
         try {

@@ -10,6 +10,25 @@ import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
 
 /**
+ * The same cap as a start option: `--max-semi-space-size` (in MB, per semi-space) is the one V8
+ * heap flag Node accepts in NODE_OPTIONS and, from Node 24, it leaves the built-in code cache and
+ * ours in use. Given at start it is exact on every runtime; the watcher below only approximates it
+ * (V8 13 and later grow the young generation by pages past the target, and V8 14 sizes it
+ * dynamically, ignoring the growth factor), and V8's own default on Node 24 lets it reach 128 MB.
+ * The container image and the systemd unit set it; any other launch gets the watcher alone.
+ */
+export const YOUNG_GENERATION_NODE_OPTION = `--max-semi-space-size=${YOUNG_GENERATION_CAP_BYTES / 2 / 1024 / 1024}`;
+
+/**
+ * Budget (V8's rough count of bytes executed) before a WebAssembly function is recompiled with
+ * the optimising compiler: the largest V8 accepts, so llhttp stays on Liftoff. From V8 13 (Node 24)
+ * `--liftoff-only` set after start no longer reaches the wasm engine, and the optimising
+ * recompilation of undici's llhttp at the first requests cost a ~20 MB resident spike and ~10 MB
+ * kept in a V8 worker thread's malloc arena (bench/HISTORY.md, Node 24).
+ */
+export const WASM_TIERING_BUDGET = 2_147_483_647;
+
+/**
  * Old-space growth between full collections, as a percentage of what survived the last one.
  * V8's own factor for a small heap let old space reach 2.5× its live size under POST load, which
  * set the peak RSS (finding 21); 20 % (V8 still grows by at least a few MB at a time) took
@@ -20,12 +39,13 @@ export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
 export const OLD_SPACE_GROWTH_PERCENT = 20;
 
 /**
- * V8 settings for a long-running proxy (bench/results/findings.md), applied once the command's
+ * V8 settings for a long-running proxy (bench/results/findings.md, bench/HISTORY.md), applied once the command's
  * modules are loaded: after any V8 flag change Node rejects the code cache of its own built-in
  * modules, which then load ~3× slower. That happens for flags given on the command line or in
  * NODE_OPTIONS too, which is why these are not set there — and why the young generation is capped
  * by watching it rather than with `--max-semi-space-size`, which V8 reads only at start.
- * - `--liftoff-only`: undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's
+ * - `--liftoff-only` (Node 22) and `--wasm-tiering-budget` (Node 24 and later, see
+ *   WASM_TIERING_BUDGET): undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's
  *   optimising tier recompiled that module in the background after the first requests: a ~35 MB
  *   resident-memory spike and ~9 MB kept, for no measurable gain per request. Wasm flags are read
  *   at compile time, i.e. at the first connection.
@@ -34,6 +54,7 @@ export const OLD_SPACE_GROWTH_PERCENT = 20;
  */
 export function tuneV8ForServing(): void {
   setFlagsFromString('--liftoff-only');
+  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
   setFlagsFromString(`--heap-growing-percent=${OLD_SPACE_GROWTH_PERCENT}`);
   capYoungGeneration(YOUNG_GENERATION_CAP_BYTES);
 }
@@ -42,7 +63,9 @@ export function tuneV8ForServing(): void {
  * Lets the young generation grow (V8 doubles it after a scavenge that kept much) until it reaches
  * `capBytes`, then stops its growth; once V8 shrinks it again (an idle process), growth is allowed
  * again. `--semi-space-growth-factor` is read at every scavenge, so switching it after each
- * collection (a `gc` performance entry: a few per second under load) holds the size at the cap.
+ * collection (a `gc` performance entry: a few per second under load) holds the size near the cap
+ * (exactly on V8 12, Node 22; a few pages past it on V8 13; V8 14 ignores the factor): the exact
+ * cap is YOUNG_GENERATION_NODE_OPTION at start, and with it this watcher has nothing to do.
  * Best effort: the entries arrive after the event-loop turn, so a turn that allocates more than two
  * semi-spaces can grow it one or more doublings past the cap, where it then stays until V8 shrinks
  * it (an idle process). The proxy's turns allocate far less (bench/memory.ts: 8 MB after GET and

@@ -4,6 +4,8 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
+import { SIMULATOR_TIMEOUTS } from './http-util.js';
+import { setServerTimeouts } from '../shared/server-timeouts.js';
 import type { AddressInfo } from 'node:net';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { compileIpGuard } from '../shared/ip-guard.js';
@@ -120,6 +122,7 @@ export function createB2bSimulator(options: B2bSimulatorOptions): B2bSimulator {
         else res.destroy();
       });
     });
+    setServerTimeouts(srv, SIMULATOR_TIMEOUTS);
     server = srv;
     await new Promise<void>((resolve, reject) => {
       srv.once('error', reject);

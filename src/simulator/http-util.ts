@@ -5,6 +5,14 @@ import { sendJsonBody as sendJson } from '../shared/send-json.js';
 /** The simulator answers like the sidecar does (shared/send-json.ts). */
 export { sendJson };
 
+/**
+ * The simulators' server timeouts, all set (never Node's defaults, which change between
+ * releases): what Node 22 and 24 default to, which the test suite and the benchmark were built
+ * against, except no socket inactivity limit (the stream routes and fault injection hold
+ * connections silent on purpose).
+ */
+export const SIMULATOR_TIMEOUTS = Object.freeze({ headersTimeoutMs: 60_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 5_000, idleTimeoutMs: 0 });
+
 /** Sends the seed's ErrorMessage shape. */
 export function sendMessage(res: ServerResponse, status: number, message: string, headers?: Record<string, string>): void {
   sendJson(res, status, { message }, headers);

@@ -1,4 +1,6 @@
 import { createServer, type Server } from 'node:https';
+import { SIMULATOR_TIMEOUTS } from './http-util.js';
+import { setServerTimeouts } from '../shared/server-timeouts.js';
 import type { AddressInfo } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { generateTlsMaterial, type TlsMaterial } from './certs.js';
@@ -143,6 +145,7 @@ export function createLocalizationSimulator(options: LocalizationSimulatorOption
       if (server) throw new Error('localization simulator already started');
       const tls = options.tls ?? (await generateTlsMaterial());
       const srv = createServer({ cert: tls.certPem, key: tls.keyPem }, handle);
+      setServerTimeouts(srv, SIMULATOR_TIMEOUTS);
       server = srv;
       await new Promise<void>((resolve, reject) => {
         srv.once('error', reject);

@@ -36,6 +36,8 @@ export interface EgressDeps {
   watch?: boolean;
   onTunnelFailure?: (reason: TunnelFailure) => void;
   now?: () => Date;
+  /** Aborted when the process stops during start-up: a key being decrypted is given up. */
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -55,7 +57,9 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
 
   let auth = authFile ? await readProxyAuth(authFile, route) : proxy?.urlAuth;
   if (authFile && auth) registerAuth(secrets, auth);
-  let certificate = files ? await loadClientCertificate(files, now()) : undefined;
+  let certificate = files ? await loadClientCertificate(files, now(), undefined, { signal: deps.signal }) : undefined;
+  // Ends a decryption a reload started when the egress closes (its worker must not hold a stop).
+  const closing = new AbortController();
   if (certificate?.passphrase) secrets.add(certificate.passphrase);
 
   const lastLogged = new Map<TunnelFailure, number>();
@@ -90,7 +94,7 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
     if (files) {
       try {
         // The same bytes as the pair in use give it back undecrypted: a key is decrypted once per change.
-        const next = await loadClientCertificate(files, now(), certificate);
+        const next = await loadClientCertificate(files, now(), certificate, { signal: closing.signal });
         if (next.passphrase) secrets.add(next.passphrase);
         // Any changed byte counts: a new intermediate under the same leaf, or a file finished after a cut-off write.
         if (next !== certificate) {
@@ -98,6 +102,7 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
           certificate = next;
         }
       } catch (err) {
+        if (closing.signal.aborted) return;
         logger?.warn('client certificate re-read refused; keeping the current one', { key: `${route}.certFile`, reason: (err as Error).message });
       }
     }
@@ -129,7 +134,10 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
     path: proxy ? `via proxy ${proxy.display} (${proxy.source})` : `direct (${'direct' in resolved ? resolved.direct : ''})`,
     certificate: () => certificate,
     reload,
-    close: () => watch?.close(),
+    close: () => {
+      closing.abort();
+      watch?.close();
+    },
   };
 }
 

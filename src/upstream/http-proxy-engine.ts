@@ -2,9 +2,9 @@ import { EventEmitter } from 'node:events';
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
 import { Agent } from 'node:https';
 import { Readable } from 'node:stream';
-import httpProxy from 'http-proxy';
-import httpProxyCommon from 'http-proxy/lib/http-proxy/common.js';
-import webIncomingPasses from 'http-proxy/lib/http-proxy/passes/web-incoming.js';
+import httpProxy from '@podium/node-http-proxy';
+import httpProxyCommon from '@podium/node-http-proxy/lib/http-proxy/common.js';
+import webIncomingPasses from '@podium/node-http-proxy/lib/http-proxy/passes/web-incoming.js';
 import { systemClock, type Clock } from '../shared/clock.js';
 import { KeepAliveLearner } from './keep-alive-learner.js';
 import { trustContext } from '../shared/tls.js';
@@ -18,6 +18,16 @@ import { streamBody } from './upstream-body.js';
 // path itself (`prependPath: false`; `toProxy: true` also skips a url.parse that re-escapes it),
 // so the join only has to pass it through. Nothing else in the process uses http-proxy.
 httpProxyCommon.urlJoin = (base: string, path: string) => base + path;
+
+/**
+ * The target as the already-parsed object http-proxy reads (`protocol`, `host`, `hostname`, `port`):
+ * given a string, it calls `url.parse()`, which Node deprecates (DEP0169) and warns about on stderr.
+ * `hostname` goes to `https.request` as is, so an IPv6 literal loses its brackets; the path is not
+ * read (`prependPath: false`).
+ */
+function targetOf(url: URL): { protocol: string; host: string; hostname: string; port: string } {
+  return { protocol: url.protocol, host: url.host, hostname: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port };
+}
 
 /** Framing for a streamed body of unknown length (Content-Length absent): chunked, never raw. */
 const CHUNKED = Object.freeze({ 'transfer-encoding': 'chunked' });
@@ -49,7 +59,9 @@ class Exchange extends EventEmitter {
 }
 
 /**
- * Proxy engine on http-proxy 1.18.1 (the design's choice; unmaintained since 2020). Its traps
+ * Proxy engine on http-proxy 1.18.1 (the design's choice; unmaintained since 2020), as the
+ * `@podium/node-http-proxy` fork publishes it: the same code with `util._extend` (deprecated,
+ * DEP0060) replaced by `Object.assign`, so the internals adjusted below are the same. Its traps
  * are neutralised here: credentials travel in the header object given to `web()`, never in a
  * `proxyReq` listener (docs/traps.md T2); `Expect`/`Trailer` never reach it (stripped upstream of
  * this file, docs/traps.md T3); `changeOrigin` pins Host and SNI to the service (docs/traps.md T5); a
@@ -79,7 +91,7 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
   const agentOptions = (agent as unknown as { options: { timeout: number } }).options;
   const learner = new KeepAliveLearner(options.keepAliveTimeoutMs, (ms) => void (agentOptions.timeout = ms), options.logger);
   const proxy = httpProxy.createProxyServer({
-    target: options.baseUrl.href,
+    target: targetOf(options.baseUrl),
     agent,
     changeOrigin: true,
     selfHandleResponse: true,

@@ -20,6 +20,8 @@ export interface UpstreamDeps {
   /** The egress gauges and counters of this route (run). */
   metrics?: Pick<Metrics, 'egressProxyFailed' | 'egressProxyInUse' | 'clientCertificate'> | undefined;
   now?: () => Date;
+  /** Aborted when the process stops during start-up: a client key being decrypted is given up. */
+  signal?: AbortSignal | undefined;
 }
 
 /** Something built on an upstream that holds connections. */
@@ -78,6 +80,7 @@ export async function openUpstream(route: UpstreamName, settings: UpstreamSettin
       route, target: baseUrl, ca, env: deps.env, secrets: deps.secrets, logger: deps.logger,
       ...(deps.watch !== undefined ? { watch: deps.watch } : {}),
       ...(deps.now ? { now: deps.now } : {}),
+      ...(deps.signal ? { signal: deps.signal } : {}),
       ...(metrics ? { onTunnelFailure: (reason: TunnelFailure) => metrics.egressProxyFailed(route, reason) } : {}),
     });
   } catch (err) {

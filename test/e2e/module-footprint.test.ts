@@ -18,7 +18,7 @@ const BUNDLE_RUN = fileURLToPath(new URL('../../dist/lib/bundle/', import.meta.u
 assertBuildIsCurrent();
 
 describe('module footprint of `run`', () => {
-  it('loads neither undici\'s entry point, nor Node\'s bundled undici, nor express, ajv, node:http2 or prom-client\'s Pushgateway', () => {
+  it('loads neither undici\'s entry point, nor Node\'s bundled undici, nor express, ajv, node:http2, prom-client or the Prometheus client\'s Pushgateway and Summary', () => {
     // Import the run command's chunk exactly as the CLI does, without running it.
     const script = `
       import { readdirSync } from 'node:fs';
@@ -36,10 +36,16 @@ describe('module footprint of `run`', () => {
       }));`;
     const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' })) as { run?: string; internalUndici: boolean; http2: boolean; cjs: string[] };
     assert.ok(out.run, 'the run command chunk exists in dist/lib/bundle');
-    assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
-    assert.equal(out.http2, false, 'node:http2 was loaded');
+    // From Node 22 an ES module that imports node:http gets Node's bundled undici whatever it uses:
+    // building the module namespace reads http's lazy WebSocket/MessageEvent getters. The plain
+    // `run` (run.cjs, below) requires node:http and must not load it on any runtime.
+    // (Node 24's bundled undici then loads node:http2 as well.)
+    const httpAlone = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e',
+      "import 'node:http'; process.stdout.write(JSON.stringify({ undici: process.moduleLoadList.some((m) => m.includes('internal/deps/undici')), http2: process.moduleLoadList.includes('NativeModule http2') }))"], { encoding: 'utf8' })) as { undici: boolean; http2: boolean };
+    assert.equal(out.internalUndici, httpAlone.undici, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
+    assert.equal(out.http2, httpAlone.http2, 'node:http2 was loaded');
     // Whatever the bundle still requires from node_modules at run time shows up here...
-    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/'];
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', '@prometheus-io/client/index.js', '@prometheus-io/client/lib/pushgateway.js', '@prometheus-io/client/lib/summary.js', 'tdigest/', 'prom-client/', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/'];
     for (const name of unwanted) {
       assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
     }
@@ -76,7 +82,7 @@ describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded b
     assert.deepEqual(out.cjs, [`${BUNDLE_RUN}run.cjs`], 'run.cjs required other files when it loaded');
     assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
     assert.equal(out.http2, false, 'node:http2 was loaded');
-    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', 'prom-client/index.js', 'prom-client/lib/pushgateway.js', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'commander/'];
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', '@prometheus-io/client/index.js', '@prometheus-io/client/lib/pushgateway.js', '@prometheus-io/client/lib/summary.js', 'tdigest/', 'prom-client/', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'commander/'];
     for (const name of unwanted) assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
     const { sources } = JSON.parse(readFileSync(`${BUNDLE_RUN}run.cjs.map`, 'utf8')) as { sources: string[] };
     assert.ok(sources.some((f) => f.includes('node_modules/undici/lib/dispatcher/pool.js')), 'the source map lists the bundled dependencies');
@@ -102,8 +108,13 @@ describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded b
     const dir = mkdtempSync(join(tmpdir(), 'b2b-esm-probe-'));
     try {
       const probe = join(dir, 'probe.cjs');
-      // module_job runs ES modules; node:module alone loads the loader's code, not this.
-      writeFileSync(probe, "process.on('exit', () => process.stderr.write(`esm loader: ${process.moduleLoadList.includes('NativeModule internal/modules/esm/module_job')}\\n`));\n");
+      // Whether any file was loaded as an ES module (format 'module'), seen by a synchronous load
+      // hook; from Node 24 the loader's own code is loaded at every start, so it cannot tell.
+      writeFileSync(probe, [
+        "let esm = false;",
+        "require('node:module').registerHooks({ load(url, context, next) { const r = next(url, context); if (r.format === 'module') esm = true; return r; } });",
+        "process.on('exit', () => process.stderr.write(`esm loader: ${esm}\\n`));",
+      ].join('\n'));
       const cli = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
       const run = (args: string[]) => spawnSync(process.execPath, ['-r', probe, cli, ...args], { encoding: 'utf8' });
       const plain = run(['run', '--config', join(dir, 'missing.yaml')]);
@@ -120,12 +131,12 @@ describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded b
 });
 
 describe('module footprint of `healthcheck`', () => {
-  it('loads the config and node:http only: not the sidecar, the proxy, undici, prom-client or winston (it runs every HEALTHCHECK interval)', () => {
+  it('loads the config and node:http only: not the sidecar, the proxy, undici, the Prometheus client or winston (it runs every HEALTHCHECK interval)', () => {
     const chunk = readdirSync(BUNDLE_RUN).find((f) => /^healthcheck-[A-Z0-9]+\.js$/.test(f));
     assert.ok(chunk, 'the healthcheck command chunk exists in dist/lib/bundle');
     const sources = bundledSources(chunk);
     assert.ok(sources.some((f) => f.endsWith('src/config/load-config.ts')), 'the source-map walk found the config loader');
-    for (const name of ['src/sidecar.ts', 'src/proxy/proxy-handler.ts', 'node_modules/undici/', 'node_modules/prom-client/', 'node_modules/winston/']) {
+    for (const name of ['src/sidecar.ts', 'src/proxy/proxy-handler.ts', 'node_modules/undici/', 'node_modules/@prometheus-io/client/', 'node_modules/winston/']) {
       assert.ok(!sources.some((f) => f.includes(name)), `${name} is bundled into the healthcheck command's chunks`);
     }
   });

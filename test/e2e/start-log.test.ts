@@ -13,6 +13,7 @@ import { createSidecar } from '../../src/sidecar.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { testTls } from '../helpers/tls.js';
+import { runCli, spawnCli } from '../helpers/cli.js';
 
 /** The service is never reached in these tests: start-up does not wait for a token. */
 async function startedLog(overrides: Record<string, unknown>) {
@@ -65,6 +66,26 @@ describe('start-up log', () => {
     assert.equal(started?.version, version);
     assert.equal(started?.node, process.version);
     assert.match(metrics, new RegExp(`^b2b_sidecar_build_info\\{version="${version.replace(/\./g, '\\.')}",node="${process.version}"\\} 1$`, 'm'));
+  });
+
+  it('every command that starts a sidecar logs the package version, and --version and build_info carry it (the built CLI)', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    const printed = await runCli(['--version']);
+    assert.equal(printed.code, 0);
+    assert.equal(printed.stdout.trim(), version);
+    const demo = spawnCli(['demo']);
+    try {
+      const admin = (await demo.waitFor(/^ {2}admin: *(http:\/\/127\.0\.0\.1:\d+)/m, 30_000))[1]!;
+      const started = demo.stderr().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l['message'] === 'sidecar started');
+      assert.equal(started?.['version'], version, `demo's start log: ${demo.stderr()}`);
+      assert.equal(started?.['node'], process.version);
+      const metrics = await (await fetch(`${admin}/metrics`)).text();
+      assert.match(metrics, new RegExp(`^b2b_sidecar_build_info\\{version="${version.replace(/\./g, '\\.')}",`, 'm'));
+    } finally {
+      demo.child.kill('SIGTERM');
+    }
+    await demo.exited;
   });
 
   it('guard.allowAnyone logs once that anyone who can reach the listener acts as the integrator', async () => {

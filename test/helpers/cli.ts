@@ -10,7 +10,7 @@ const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 function newest(dir: string): number {
   let latest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
   }
   return latest;
 }
@@ -48,10 +48,10 @@ export interface Spawned {
   exited: Promise<number | null>;
 }
 
-/** Runs the built CLI (`node dist/cli.js`) exactly as users do. */
-export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+/** Runs the built CLI (`node dist/cli.js`) exactly as users do; `node` is another runtime's binary if given. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, node = process.execPath): Spawned {
   assertBuildIsCurrent();
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env } });
+  const child = spawn(node, [CLI, ...args], { env: { PATH: process.env.PATH, ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
@@ -84,8 +84,8 @@ export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
 }
 
 /** Runs the CLI to completion. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const p = spawnCli(args, env);
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = {}, node = process.execPath): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const p = spawnCli(args, env, node);
   const code = await p.exited;
   return { code, stdout: p.stdout(), stderr: p.stderr() };
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '@prometheus-io/client';
 import { createLocalizationClient } from '../../src/localization/localization-client.js';
 import { createTranslationMetrics } from '../../src/observability/metrics.js';
 import { createTranslationExporter } from '../../src/localization/translation-exporter.js';

@@ -3,7 +3,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { Registry } from 'prom-client';
+import { Registry } from '@prometheus-io/client';
 import { InvalidResponseError } from '../../src/shared/errors.js';
 import { createLocalizationClient, type LocalizationClient } from '../../src/localization/localization-client.js';
 import {

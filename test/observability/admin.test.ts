@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { connect, type AddressInfo } from 'node:net';
 import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
-import { Gauge } from 'prom-client';
+import { Gauge } from '@prometheus-io/client';
 import request from 'supertest';
 import { createAdminHandler, SCRAPE_CACHE_MS, type AdminOptions } from '../../src/observability/admin.js';
 import { compileIpGuard } from '../../src/shared/ip-guard.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import { createMetrics, createRegistry, type TokenGauges } from '../../src/observability/metrics.js';
 import { RequestSeries } from '../../src/observability/request-series.js';
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Histogram, Registry } from '@prometheus-io/client';
 import { RequestSeries } from '../../src/observability/request-series.js';
 
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

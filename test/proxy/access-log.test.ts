@@ -41,13 +41,22 @@ describe('per-request access log (log.requests)', () => {
       const line = s.log.lines().find((l) => l.message === 'request');
       assert.ok(line, 'an access log line');
       // The runbook's step: which path failed, readable without any value.
-      assert.equal(line.path, '/pub/b2b/v1/echo?access_token=***&page=***&flag');
+      assert.equal(line.path, '/pub/b2b/v1/echo?access_token=***&page=***&***');
       const text = s.log.text();
       for (const secret of ['client-own-token-987', CREDENTIALS.apiKey, CREDENTIALS.password, s.sidecar.tokens!.current()!.value]) assert.equal(text.includes(secret), false, secret);
     } finally {
       await s.stop();
       await sim.stop();
     }
+  });
+
+  it('masks a query item without `=` and every path parameter after `;` in a segment', () => {
+    assert.equal(loggedPath('/a/b?SECRET'), '/a/b?***');
+    assert.equal(loggedPath('/a/b?k=v&SECRET&&x='), '/a/b?k=***&***&&x=***');
+    assert.equal(loggedPath('/app;jsessionid=ABC123/items;v=2;SECRET/last?q=1'), '/app;jsessionid=***/items;v=***;***/last?q=***');
+    assert.equal(loggedPath('/a;/b'), '/a;/b');
+    assert.equal(loggedPath('http://example.com/x;jsessionid=ABC123?T0K3N'), '/x;jsessionid=***?***');
+    for (const shown of [loggedPath('/a/b?SECRET'), loggedPath('/app;jsessionid=ABC123/items;SECRET')]) assert.equal(/SECRET|ABC123/.test(shown), false, shown);
   });
 
   it('reduces an absolute-form target to its path (no user information) and cuts a long one', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import { createListener } from '../../src/proxy/listener.js';
 import { socketDirectoryProblem } from '../../src/config/socket-directory.js';
@@ -46,6 +46,41 @@ describe('the unix socket is created safe (local-socket.ts createSocketFile)', (
     assert.equal(readlinkSync(path), target, 'closing removes only a socket it made, not what is at the path');
   });
 
+  it('the private directory stays while listening, so no symlink can take its name before the server\'s close unlinks the socket in it', async (t) => {
+    const dir = scratch(t);
+    chmodSync(dir, 0o1777); // sticky, like /tmp: nobody else may remove or rename the directory
+    const path = join(dir, 'sidecar.sock');
+    // The attacker's target: a directory holding a file named like the bound socket.
+    const victim = join(dir, 'victim');
+    mkdirSync(victim);
+    writeFileSync(join(victim, 's'), 'keep me');
+    const listener = createListener((_req, res) => res.end(), LIMITS, createCaptureLogger().logger, { local: true });
+    t.after(() => listener.close());
+    let bound = '';
+    listener.server.once('listening', () => (bound = listener.server.address() as string));
+    await listener.listenPath(path, 0o660);
+    const privateDir = dirname(bound);
+    assert.equal(basename(bound), 's');
+    assert.match(basename(privateDir), /^\.b2b-/);
+    const stat = lstatSync(privateDir);
+    assert.ok(stat.isDirectory(), 'the private directory exists while listening');
+    assert.equal(stat.mode & 0o777, 0o700);
+    // The attacker's move while the sidecar runs: a symlink at the private directory's name. It
+    // can only fail while the directory is there (were it gone, close would delete victim/s).
+    let planted = true;
+    try {
+      symlinkSync(victim, privateDir);
+    } catch (err) {
+      assert.equal((err as NodeJS.ErrnoException).code, 'EEXIST');
+      planted = false;
+    }
+    assert.equal(planted, false, 'a symlink took the private directory\'s name');
+    await listener.close();
+    assert.equal(readFileSync(join(victim, 's'), 'utf8'), 'keep me', 'nothing in the symlink\'s target is deleted');
+    assert.equal(lstatSync(privateDir, { throwIfNoEntry: false }), undefined, 'the private directory is removed after close');
+    assert.deepEqual(readdirSync(dir), ['victim'], 'the socket and the private directory are gone');
+  });
+
   it('the socket appears at its path with its mode and group already set, and the private directory is removed', async (t) => {
     const dir = scratch(t);
     const path = join(dir, 'sidecar.sock');
@@ -60,7 +95,7 @@ describe('the unix socket is created safe (local-socket.ts createSocketFile)', (
     assert.ok(stat.isSocket());
     assert.equal(stat.mode & 0o777, 0o660);
     if (isRoot) assert.equal(stat.gid, OTHER_GID);
-    assert.deepEqual(readdirSync(dir), ['sidecar.sock']);
+    assert.deepEqual(readdirSync(dir).filter((name) => !name.startsWith('.b2b-')), ['sidecar.sock']);
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = connect(path);
       let text = '';

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createPrivateKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadClientCertificate, loadClientCertificateSync, type ClientCertificateFiles } from '../../src/shared/client-certificate.js';
 import { keyDerivation, MAX_KEY_ITERATIONS } from '../../src/shared/key-derivation.js';
+import { decryptKeyOffThread, KeyDecryptionError } from '../../src/shared/key-decryption.js';
+import { RunGroup } from '../../src/shared/run-group.js';
+import { StoppedDuringStartError } from '../../src/shared/errors.js';
 import { createClientCa } from '../helpers/client-certs.js';
 
 /**
@@ -35,6 +39,15 @@ function withIterations(pem: string, from: number, to: number): string {
   return `-----BEGIN ENCRYPTED PRIVATE KEY-----\n${der.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ENCRYPTED PRIVATE KEY-----\n`;
 }
 
+/** The key's DER with the outer SEQUENCE's length (a long form OpenSSL wrote in 1 or 2 bytes) rewritten, and `tail` appended. */
+function withOuterLength(pem: string, length: (value: number) => number[], tail = Buffer.alloc(0)): string {
+  const der = Buffer.from(pem.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
+  assert.ok(der[0] === 0x30 && (der[1] === 0x81 || der[1] === 0x82), 'OpenSSL wrote a long-form outer length');
+  const bytes = der[1]! & 0x7f;
+  const rewritten = Buffer.concat([Buffer.from([0x30, ...length(der.readUIntBE(2, bytes))]), der.subarray(2 + bytes), tail]);
+  return `-----BEGIN ENCRYPTED PRIVATE KEY-----\n${rewritten.toString('base64').replace(/.{64}/g, '$&\n')}\n-----END ENCRYPTED PRIVATE KEY-----\n`;
+}
+
 /** This thread's CPU time (Node ≥ 22.x; the installed type definitions predate it). */
 const threadCpuUsage = (previous?: NodeJS.CpuUsage): NodeJS.CpuUsage =>
   (process as unknown as { threadCpuUsage(previous?: NodeJS.CpuUsage): NodeJS.CpuUsage }).threadCpuUsage(previous);
@@ -48,6 +61,24 @@ describe('client key decryption is bounded', () => {
     writeFileSync(files.keyFile, withIterations(readFileSync(files.keyFile, 'utf8'), MAX_KEY_ITERATIONS + 1, 0x7fffff));
     assert.deepEqual(keyDerivation(readFileSync(files.keyFile, 'utf8')), { kdf: 'pbkdf2', iterations: 8_388_607 });
     await assert.rejects(loadClientCertificate(files, new Date()), /is encrypted with 8,388,607 key-derivation iterations; at most 1,000,000 are accepted \(each decryption would take that much CPU\): re-encrypt it/);
+  });
+
+  it('a length padded with leading zero bytes, as OpenSSL reads it, hides no iteration count; an unreadable header is refused, not decrypted', async (t) => {
+    const files = await pair(t, ['-v2', 'aes-256-cbc', '-iter', '100000']);
+    const original = readFileSync(files.keyFile, 'utf8');
+    // OpenSSL skips the zeros: the padded key still decrypts with its passphrase (100,000 iterations: quick).
+    const padded = withOuterLength(original, (length) => [0x85, 0, 0, 0, length >> 8, length & 0xff]);
+    assert.equal(createPrivateKey({ key: padded, passphrase: 'correct horse' }).asymmetricKeyType, 'ec');
+    // The same padding around 5,000,000 iterations: read, and refused before decrypting.
+    writeFileSync(files.keyFile, withOuterLength(withIterations(original, 100_000, 5_000_000), (length) => [0x85, 0, 0, 0, length >> 8, length & 0xff]));
+    assert.deepEqual(keyDerivation(readFileSync(files.keyFile, 'utf8')), { kdf: 'pbkdf2', iterations: 5_000_000 });
+    assert.throws(() => loadClientCertificateSync(files, new Date()), /is encrypted with 5,000,000 key-derivation iterations; at most 1,000,000 are accepted/);
+    await assert.rejects(loadClientCertificate(files, new Date()), /is encrypted with 5,000,000 key-derivation iterations/);
+    // A header this does not read (an indefinite BER length here) is refused with a message, never handed to OpenSSL.
+    writeFileSync(files.keyFile, withOuterLength(withIterations(original, 100_000, 5_000_000), () => [0x80], Buffer.from([0, 0])));
+    assert.equal(keyDerivation(readFileSync(files.keyFile, 'utf8')), 'unreadable');
+    assert.throws(() => loadClientCertificateSync(files, new Date()), /^Error: service\.keyFile \S+key\.pem is an ENCRYPTED PRIVATE KEY whose encryption header cannot be read/);
+    await assert.rejects(loadClientCertificate(files, new Date()), /whose encryption header cannot be read/);
   });
 
   it('a scrypt key beyond the bound is refused; OpenSSL\'s defaults (PBKDF2 2,048 iterations, scrypt N=16384 r=8 p=1) are read and accepted', async (t) => {
@@ -77,5 +108,39 @@ describe('client key decryption is bounded', () => {
     assert.equal(await loadClientCertificate(files, new Date(), first), first, 'the same bytes give back the same pair, undecrypted');
     writeFileSync(files.keyPassphraseFile!, 'wrong\n');
     await assert.rejects(loadClientCertificate(files, new Date(), first), /cannot be decrypted with service\.keyPassphraseFile/);
+  });
+
+  it('a decryption on its worker has a deadline and ends on stop; a worker still running never keeps the process alive', async (t) => {
+    const files = await pair(t, ['-v2', 'aes-256-cbc', '-iter', String(MAX_KEY_ITERATIONS - 100_000)]);
+    const pem = readFileSync(files.keyFile, 'utf8');
+    // Past the deadline (0 ms: the worker has not even started), the worker is ended and the promise rejects.
+    await assert.rejects(decryptKeyOffThread(pem, 'correct horse', { timeoutMs: 0 }), (err: unknown) => err instanceof KeyDecryptionError && err.code === 'timed out');
+    // A stop (the process's run group aborts its signal) ends a decryption under way, with a message.
+    const stopping = new AbortController();
+    const loading = loadClientCertificate(files, new Date(), undefined, { signal: stopping.signal });
+    setImmediate(() => stopping.abort());
+    await assert.rejects(loading, /^Error: service\.keyFile \S+key\.pem: decryption given up, the process is stopping$/);
+    await assert.rejects(loadClientCertificate(files, new Date(), undefined, { signal: stopping.signal }), /decryption given up/);
+    // A process that only has a decryption under way ends without waiting for it (the worker is unref'd):
+    // at exit the promise has not settled. Were the worker keeping the process, it would have.
+    const script = `import { decryptKeyOffThread } from ${JSON.stringify(join(process.cwd(), 'src/shared/key-decryption.ts'))};
+      import { readFileSync } from 'node:fs';
+      let settled = 'no';
+      decryptKeyOffThread(readFileSync(${JSON.stringify(files.keyFile)}, 'utf8'), 'correct horse').then(() => (settled = 'resolved'), (e) => (settled = 'rejected ' + e.code));
+      process.on('exit', () => process.stdout.write('settled at exit: ' + settled));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(out, 'settled at exit: no');
+  });
+
+  it('a start-up step that fails because a stop was requested reads as the stop (run group)', async () => {
+    const group = new RunGroup({ warn: () => undefined });
+    const signal = group.signal;
+    assert.equal(signal.aborted, false);
+    const step = group.started(new Promise<never>((_resolve, reject) => signal.addEventListener('abort', () => reject(new Error('given up')))), () => undefined);
+    group.requestStop();
+    await assert.rejects(step, StoppedDuringStartError);
+    await assert.rejects(group.started(Promise.reject(new Error('other')), () => undefined), StoppedDuringStartError);
+    const fresh = new RunGroup({ warn: () => undefined });
+    await assert.rejects(fresh.started(Promise.reject(new Error('a real failure')), () => undefined), /a real failure/);
   });
 });
