@@ -47,7 +47,7 @@ done
 # dist/ is the launcher, its scope file and dist/lib/: anything else is left over from another layout.
 stray=$(grep '^package/dist/' <<<"$contents" | grep -Ev '^package/dist/(cli\.js|package\.json|lib/.*)$' || true)
 [ -z "$stray" ] || fail "the tarball ships files outside the dist/ layout: $(head -3 <<<"$stray" | tr '\n' ' ')"
-if grep -Eq '^package/(src|test|bench|node_modules|\.ci|\.tmp)/' <<<"$contents"; then
+if grep -Eq '^package/(src|test|node_modules|\.ci|\.tmp)/|^package/bench/.*\.(ts|mjs|cjs|js)$' <<<"$contents"; then
   fail "the tarball ships source, tests or local files (check package.json \"files\")"
 fi
 
