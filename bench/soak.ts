@@ -245,7 +245,7 @@ async function main(): Promise<number> {
     // half is still warming up: its slope, extrapolated to an hour, says nothing about a leak).
     const judged = opts.seconds >= MIN_JUDGED_SECONDS;
     const over = !judged ? [] : (Object.keys(MEASURES) as Measure[]).filter((m) => trends[m].slopePerHour - 2 * (Number.isFinite(trends[m].stderrPerHour) ? trends[m].stderrPerHour : 0) > SLOPE_BOUNDS[m]);
-    const tooFew = half.length < 5;
+    const tooFew = judged && half.length < 5;
 
     const warnLines = lines.filter((l) => l.includes('"level":"warn"') || l.includes('"level":"error"'));
     const distinct = new Map<string, number>();
