@@ -41,8 +41,9 @@ export interface DecryptOptions {
 
 /**
  * The key decrypted off the main thread. Rejects with a KeyDecryptionError: `timed out` past the
- * deadline, `stopped` once `signal` aborts; either way the worker is terminated. The worker is
- * unref'd: one still running never keeps the process alive.
+ * deadline, `stopped` once `signal` aborts; either way the worker is terminated. The worker keeps
+ * the process alive while it works (start-up awaits the key before anything else holds the event
+ * loop: an unref'd worker let Node 22 end the process there); the deadline and the stop bound it.
  */
 export function decryptKeyOffThread(pem: string, passphrase: string, options: DecryptOptions = {}): Promise<KeyObject> {
   const { signal } = options;
@@ -68,8 +69,6 @@ export function decryptKeyOffThread(pem: string, passphrase: string, options: De
     });
     worker.once('error', (err) => end(() => reject(new KeyDecryptionError((err as { code?: string }).code ?? 'worker failed'))));
     worker.once('exit', () => end(() => reject(new KeyDecryptionError('worker exited'))));
-    // After the listeners: adding a 'message' listener refs the worker again.
-    worker.unref();
   });
 }
 
