@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLoad } from './lib/load.js';
-import { kbFields, MB } from './lib/proc.js';
+import { kbFields, MB, smapsByKind } from './lib/proc.js';
 import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, sidecarCli, sleep, startUpstream, touch } from './lib/setup.js';
 import { pinSelf, PROXY_CPU, spawnManaged, stopAll, type Managed } from './lib/spawn.js';
 import { stringify } from 'yaml';
@@ -46,30 +46,6 @@ process.on('SIGUSR2', () => {
   process.stderr.write('MEMPROBE ' + JSON.stringify({ ...m, spaces }) + '\\n');
 });
 `;
-
-/** Groups /proc/PID/smaps by kind of mapping: Rss and private (clean + dirty) bytes each. */
-function smapsByKind(pid: number): Map<string, { rss: number; priv: number }> {
-  const out = new Map<string, { rss: number; priv: number }>();
-  const text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
-  const blocks = text.split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/);
-  for (const block of blocks) {
-    const head = block.slice(0, block.indexOf('\n'));
-    const parts = head.trim().split(/\s+/);
-    const perms = parts[1] ?? '';
-    const path = parts.slice(5).join(' ');
-    const kind = path === '' ? (perms.includes('x') ? 'anonymous, executable (V8 code space, wasm)' : 'anonymous (V8 heap, malloc arenas, buffers)')
-      : path === '[heap]' ? '[heap] (malloc brk)'
-        : path.startsWith('[stack') ? '[stack]'
-          : path === process.execPath || path.endsWith('/node') ? 'node binary (file-backed)'
-            : path.startsWith('[') ? path : 'other files (libc, libstdc++, ICU data, ...)';
-    const f = kbFields(block);
-    const cur = out.get(kind) ?? { rss: 0, priv: 0 };
-    cur.rss += f.get('Rss') ?? 0;
-    cur.priv += (f.get('Private_Clean') ?? 0) + (f.get('Private_Dirty') ?? 0);
-    out.set(kind, cur);
-  }
-  return out;
-}
 
 async function sample(proc: Managed, label: string): Promise<void> {
   const before = proc.lines.length;

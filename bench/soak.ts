@@ -22,7 +22,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
-import { MB, privateMemory, statusBytes } from './lib/proc.js';
+import { MB, privateMemory, smapsByKind, statusBytes, threadCount } from './lib/proc.js';
 import { API_KEY, PASSWORD, prepareTls, ROOT, setDistDir, sleep, startSidecar, startUpstream, touch, type Engine, type SidecarProc } from './lib/setup.js';
 import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
 import { startSoakProxy } from './lib/connect-proxy.js';
@@ -139,6 +139,32 @@ async function sample(pid: number, adminPort: number, t: number): Promise<Sample
   };
 }
 
+interface Breakdown { t: number; threads: number | undefined; kinds: Map<string, { rss: number; priv: number }> }
+
+function breakdown(pid: number, t: number): Breakdown | undefined {
+  try {
+    return { t, threads: threadCount(pid), kinds: smapsByKind(pid) };
+  } catch {
+    return undefined; // the sidecar is gone: the report says so through its failures
+  }
+}
+
+/** The report's table of private memory by kind of mapping, at the judged half's start and at the end. */
+function breakdownRows(a: Breakdown | undefined, b: Breakdown | undefined): string[] {
+  if (!a || !b) return [];
+  const kinds = [...new Set([...a.kinds.keys(), ...b.kinds.keys()])];
+  const mb = (n: number) => (n / MB).toFixed(1);
+  const rows = kinds
+    .map((k) => ({ k, from: a.kinds.get(k)?.priv ?? 0, to: b.kinds.get(k)?.priv ?? 0 }))
+    .filter((r) => r.from >= 0.05 * MB || r.to >= 0.05 * MB)
+    .sort((x, y) => (y.to - y.from) - (x.to - x.from))
+    .map((r) => `| ${r.k} | ${mb(r.from)} | ${mb(r.to)} | ${r.to >= r.from ? '+' : ''}${mb(r.to - r.from)} |`);
+  return [
+    `Private memory by kind of mapping (/proc/PID/smaps; threads ${a.threads ?? '?'} → ${b.threads ?? '?'}), MB:`, '',
+    `| mapping | at ${a.t.toFixed(0)} s | at ${b.t.toFixed(0)} s | change |`, '|---|---:|---:|---:|', ...rows, '',
+  ];
+}
+
 /** Writes a file the way an operator's tooling rotates one: a new file renamed over the old. */
 function replaceFile(file: string, text: string): void {
   writeFileSync(`${file}.new`, text, { mode: 0o600 });
@@ -197,9 +223,13 @@ async function main(): Promise<number> {
     });
     const resetter = opts.resetEvery > 0 ? every(opts.resetEvery, () => void proxy.resetIdle(RESET_IDLE_MS)) : Promise.resolve();
     const samples: Sample[] = [];
+    // Where private memory sits, by kind of mapping, as the judged half begins and at the end:
+    // a slope in USS is then located (allocator arenas, V8's heap, code space) rather than guessed.
+    let atHalf: Breakdown | undefined;
     const sampler = every(sampleEvery, async () => {
       const s = await sample(pid, sc!.adminPort, elapsed());
       if (s) samples.push(s);
+      if (s && !atHalf && s.t >= opts.seconds / 2) atHalf = breakdown(pid, s.t);
     });
     // Rotations every quarter of the run (or --rotate-every): a leak per rotation shows as a slope
     // in the second half, which holds at least one of them.
@@ -232,6 +262,7 @@ async function main(): Promise<number> {
     } finally {
       loadDone = true;
     }
+    const atEnd = breakdown(pid, elapsed());
     const churned = await churn.stop();
     await Promise.all([revoker, resetter, sampler, rotator]);
     const after = await up.control.stats();
@@ -295,6 +326,7 @@ async function main(): Promise<number> {
       '| measure | value |', '|---|---|', ...rows.map(([k, v]) => `| ${k} | ${v} |`), '',
       'Slopes over the second half (least squares ± one standard error; a bound is missed when slope − 2 standard errors is above it):', '',
       '| sidecar | first / last / peak sample | slope | bound | verdict |', '|---|---|---|---|---|', ...slopeRows, '',
+      ...breakdownRows(atHalf, atEnd),
       `Command: \`npm run bench:soak${process.argv.slice(2).length ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\``, '',
     ].join('\n');
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });

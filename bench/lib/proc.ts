@@ -81,6 +81,50 @@ export function kbFields(text: string): Map<string, number> {
   return out;
 }
 
+/** glibc reserves each thread arena's heap as a region aligned to its 64 MB maximum (HEAP_MAX_SIZE). */
+const ARENA_ALIGN = 64n * 1024n * 1024n;
+
+/**
+ * Groups /proc/PID/smaps by kind of mapping: Rss and private (clean + dirty) bytes each. An
+ * anonymous mapping that starts on a 64 MB boundary is counted as a malloc arena of a thread (V8's
+ * GC and compiler workers, libuv's pool): glibc aligns those heaps so; V8's own pages are not.
+ * A heuristic, good enough to tell native allocator growth from the JavaScript heap.
+ */
+export function smapsByKind(pid: number): Map<string, { rss: number; priv: number }> {
+  const out = new Map<string, { rss: number; priv: number }>();
+  const text = readFileSync(`/proc/${pid}/smaps`, 'utf8');
+  for (const block of text.split(/\n(?=[0-9a-f]+-[0-9a-f]+ )/)) {
+    const head = block.slice(0, block.indexOf('\n'));
+    const parts = head.trim().split(/\s+/);
+    const perms = parts[1] ?? '';
+    const path = parts.slice(5).join(' ');
+    const startAddress = BigInt(`0x${(parts[0] ?? '0-').split('-')[0]}`);
+    const kind = path === ''
+      ? (perms.includes('x') ? 'anonymous, executable (V8 code space, wasm)'
+        : startAddress % ARENA_ALIGN === 0n && perms.startsWith('rw') ? 'malloc arenas of threads (64 MB aligned)'
+          : 'anonymous (V8 heap, main thread\'s mmap allocations, buffers)')
+      : path === '[heap]' ? '[heap] (malloc brk, main arena)'
+        : path.startsWith('[stack') ? '[stack]'
+          : path === process.execPath || path.endsWith('/node') ? 'node binary (file-backed)'
+            : path.startsWith('[') ? path : 'other files (libc, libstdc++, ICU data, ...)';
+    const f = kbFields(block);
+    const cur = out.get(kind) ?? { rss: 0, priv: 0 };
+    cur.rss += f.get('Rss') ?? 0;
+    cur.priv += (f.get('Private_Clean') ?? 0) + (f.get('Private_Dirty') ?? 0);
+    out.set(kind, cur);
+  }
+  return out;
+}
+
+/** The thread count of a process, or undefined once it is gone. */
+export function threadCount(pid: number): number | undefined {
+  try {
+    return Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** RssAnon and USS of one process, bytes; undefined once it is gone. */
 export function privateMemory(pid: number): PrivateMemory | undefined {
   try {
