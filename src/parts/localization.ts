@@ -1,7 +1,7 @@
 import type { LocalizationPart } from '../localization/localization-part.js';
 import { transportOptions } from '../service/service-part.js';
 import type { Part } from '../shared/part.js';
-import { made as need, type Made, type PartDeps } from './made.js';
+import { need, type Made, type PartDeps } from './made.js';
 
 export type LoadLocalizationPart = () => Promise<typeof import('../localization/localization-part.js')>;
 

@@ -45,7 +45,7 @@ export interface Made {
 }
 
 /** A value an earlier part made; a part started out of order is a wiring bug. */
-export function made<T>(value: T | undefined, what: string): T {
+export function need<T>(value: T | undefined, what: string): T {
   if (value === undefined) throw new Error(`${what} is not started yet (the start sequence is out of order)`);
   return value;
 }

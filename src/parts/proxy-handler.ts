@@ -2,7 +2,7 @@ import type { ProxyRoute } from '../proxy/proxy-handler.js';
 import { createProxyHandler } from '../proxy/proxy-handler.js';
 import { compileIpGuard } from '../shared/ip-guard.js';
 import type { Part } from '../shared/part.js';
-import { made as need, type Made, type PartDeps } from './made.js';
+import { need, type Made, type PartDeps } from './made.js';
 
 /** The request handler every proxy listener serves, over the routes the parts before it made. */
 export function proxyHandlerPart(deps: PartDeps, made: Made): Part {

@@ -1,7 +1,7 @@
 import { createListener, type Listener } from '../proxy/listener.js';
 import type { Part } from '../shared/part.js';
 import { counted, listenOn } from './listen-on.js';
-import { made as need, type Made, type PartDeps } from './made.js';
+import { need, type Made, type PartDeps } from './made.js';
 
 /** The proxy's TCP listener (`listen`), bound after the admin listener. */
 export function proxyListenerPart(deps: PartDeps, made: Made): Part {

@@ -3,7 +3,7 @@ import { createListener, type Listener } from '../proxy/listener.js';
 import { groupId } from '../proxy/local-socket.js';
 import type { Part } from '../shared/part.js';
 import { counted } from './listen-on.js';
-import { made as need, type Made, type PartDeps } from './made.js';
+import { need, type Made, type PartDeps } from './made.js';
 
 /**
  * The same handler on a unix socket (`listen.socket`), none when not configured; its file mode and

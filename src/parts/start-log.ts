@@ -2,7 +2,7 @@ import type { Config } from '../config/schema.js';
 import type { LocalizationPart } from '../localization/localization-part.js';
 import { tokenClientOptions, type ServicePart } from '../service/service-part.js';
 import { gentokenUrl } from '../token/token-client.js';
-import { made as need, type Made } from './made.js';
+import { need, type Made } from './made.js';
 
 /** The fields of the `sidecar started` line: where it listens and what it talks to, never a secret. */
 export function startLogFields(config: Config, made: Made, build: { version: string; node: string }): Record<string, unknown> {

@@ -1,5 +1,5 @@
 import type { Part } from '../shared/part.js';
-import { made as need, type Made } from './made.js';
+import { need, type Made } from './made.js';
 
 /**
  * The last step: the token loop starts, and the credential files are watched (a change re-reads
