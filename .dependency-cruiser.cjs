@@ -16,6 +16,8 @@ const MAY_IMPORT = {
   service: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy'],
   localization: ['shared', 'config', 'observability', 'upstream', 'proxy'],
   doctor: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy'],
+  // The sidecar's start sequence (sidecar.ts runs it): one part a file, wiring the folders above.
+  parts: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy', 'service', 'localization'],
   simulator: ['shared'],
   commands: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy', 'service', 'localization', 'doctor', 'simulator'],
   // The process entries (what becomes dist/cli.js and the two bundles): argv, env, signals, exit codes.

@@ -1,4 +1,5 @@
 import { StoppedDuringStartError } from './errors.js';
+import type { Part } from './part.js';
 
 /**
  * The start/stop bookkeeping of something made of parts (token-refresher's run group): each
@@ -48,6 +49,19 @@ export class RunGroup {
     this.#stops.push(() => stop(value));
     this.alive();
     return value;
+  }
+
+  /**
+   * Starts `parts` in order, each once the one before has settled; each part's stop is registered
+   * as it has started (see `started`), so `stopAll()` stops them in reverse order. Gives up with
+   * {@link StoppedDuringStartError} before the next part once a stop was requested, and with the
+   * error of a part that failed (the parts already started are stopped by `stopAll()`).
+   */
+  async run(parts: readonly Part[]): Promise<void> {
+    for (const part of parts) {
+      this.alive();
+      await this.started(part.start(), () => part.stop?.());
+    }
   }
 
   /** Throws {@link StoppedDuringStartError} once a stop was requested. */
