@@ -76,7 +76,7 @@ export interface MetricDefinition {
   /** What Prometheus users see; wording belongs here first. */
   readonly help: string;
   readonly labels?: readonly string[];
-  /** Label value sets (in `labels` order) exported at 0 from the start, so rate() sees the first increase. */
+  /** A counter's label value sets (in `labels` order) exported at 0 from the start, so rate() sees the first increase. */
   readonly startAtZero?: readonly (readonly string[])[];
   readonly buckets?: readonly number[];
   /** What docs/metrics.md says beyond `help`: only detail too long for it. */

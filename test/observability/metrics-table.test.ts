@@ -54,6 +54,11 @@ describe('the metrics table (docs/metrics.md)', () => {
     assert.match(doc, /^\| `b2b_sidecar_unauthorized_replays_total\{route\}` \| counter \| Requests replayed after a 401\. Only after a fresh token\. Start at 0: `route` `service`, `localization`\. \|$/m);
   });
 
+  it('refuses a declaration registration would not honour', () => {
+    const gauge = { name: 'b2b_sidecar_x', type: 'gauge', help: 'x', labels: ['route'], startAtZero: [['service']] } satisfies MetricDefinition;
+    assert.throws(() => registerMetrics(createRegistry(), { gauge }), /b2b_sidecar_x: startAtZero is for counters/);
+  });
+
   it('registers exactly the declared metrics, in the declared order, so no metric escapes the table', () => {
     const registry = createRegistry();
     createMetrics(registry);
