@@ -124,7 +124,8 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
     const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
-    const metrics: Metrics = createMetrics(registry, () => made.service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => made.service?.tokens.attachSuspect() ?? false }, build);
+    // The token gauges render the one status, as /readyz and /status do.
+    const metrics: Metrics = createMetrics(registry, { status, replayHeldBytes: () => replayBudget.held }, build);
     const on: PartDeps = {
       config, group, metrics, registry, replayBudget, clock, logger, secrets,
       ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}),

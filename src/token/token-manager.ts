@@ -6,7 +6,7 @@
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import { RenewalLoop } from './renewal-loop.js';
-import { tokenGauges, tokenStatus, type TokenGauges, type TokenView } from './token-view.js';
+import { tokenStatus, type TokenView } from './token-view.js';
 import type { TokenStatus } from '../observability/status.js';
 import { TokenState, type TokenSnapshot } from './token-state.js';
 import { causeOf, failureReason } from './failure-reasons.js';
@@ -260,11 +260,6 @@ export class TokenManager implements TokenView {
       now: this.#clock.now(),
       wallNow: this.#clock.wallNow(),
     });
-  }
-
-  /** Scrape-time gauges: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
-  gauges(): TokenGauges {
-    return tokenGauges({ token: this.#state.token, valid: this.current() !== undefined, nextAttemptWall: this.#loop.nextAttemptWall(), now: this.#clock.now() });
   }
 
   #refresh(trigger: Trigger): Promise<TokenSnapshot> {

@@ -6,15 +6,6 @@ import type { RefreshFailure, SupersededRecord, TokenSnapshot } from './token-st
  * /healthz, the token gauges, systemd's STATUS=, the warnings) and nothing that changes it. The
  * token manager implements it; a reader is given this view, not the manager.
  */
-export interface TokenGauges {
-  ageSeconds: number;
-  expiresInSeconds: number;
-  valid: boolean;
-  /** Wall-clock Unix seconds. */
-  expiryTimestampSeconds: number;
-  nextRefreshTimestampSeconds: number;
-}
-
 export interface TokenView {
   /** Readiness: ready while a usable token is held, else the reason clients are told. */
   status(): { ready: boolean; reason?: string };
@@ -24,7 +15,6 @@ export interface TokenView {
   warnings(): string[];
   /** True while `token.attach` is suspect. */
   attachSuspect(): boolean;
-  gauges(): TokenGauges;
   /** The token's part of the one status. */
   view(): TokenStatus;
 }
@@ -89,18 +79,6 @@ export function tokenStatus(i: TokenViewInput): TokenStatus {
       },
     } : {}),
     warnings,
-  };
-}
-
-/** The token gauges at scrape time: seconds on the monotonic clock, timestamps in wall-clock Unix seconds. */
-export function tokenGauges(i: { token: TokenSnapshot | undefined; valid: boolean; nextAttemptWall: number | undefined; now: number }): TokenGauges {
-  const t = i.token;
-  return {
-    ageSeconds: t ? (i.now - t.obtainedAt) / 1000 : 0,
-    expiresInSeconds: t ? Math.max(0, t.expiresAt - i.now) / 1000 : 0,
-    valid: i.valid,
-    expiryTimestampSeconds: t ? (t.obtainedAtWall + t.lifetimeSeconds * 1000) / 1000 : 0,
-    nextRefreshTimestampSeconds: i.nextAttemptWall === undefined ? 0 : i.nextAttemptWall / 1000,
   };
 }
 

@@ -22,7 +22,7 @@ function guard(allow: string[]): AdminOptions['allow'] {
 async function start(overrides: Partial<AdminOptions> = {}) {
   const capture = createCaptureLogger();
   const registry = createRegistry();
-  createMetrics(registry, () => ({ ageSeconds: 3, expiresInSeconds: 897, valid: true }));
+  createMetrics(registry, { status: () => ({ token: { ready: true, live: true, ageSeconds: 3, expiresInSeconds: 897, warnings: [] } }), replayHeldBytes: () => 0 });
   const handler = createAdminHandler({
     registry,
     health: () => ({ ready: true }),

@@ -3,9 +3,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
-import { registerSidecarMetrics } from '../../src/observability/metrics-table.js';
 import { Registry } from '../../src/observability/prom-client-core.js';
-import { createRegistry } from '../../src/observability/metrics.js';
+import { createRegistry, registerSidecarMetrics } from '../../src/observability/metrics.js';
 import { CREDENTIALS, send, startSidecar, startSimulator, waitReady } from '../helpers/stack.js';
 
 /**

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Registry } from '@prometheus-io/client';
-import { createMetrics, createRegistry, type TokenGauges } from '../../src/observability/metrics.js';
+import { createMetrics, createRegistry } from '../../src/observability/metrics.js';
+import type { TokenStatus } from '../../src/observability/status.js';
 import { RequestSeries } from '../../src/observability/request-series.js';
 
 type Labels = Record<string, string | number>;
@@ -20,29 +21,55 @@ async function value(registry: Registry, name: string, labels: Labels = {}): Pro
   return match?.value;
 }
 
-function setup(initial: TokenGauges = { ageSeconds: 0, expiresInSeconds: 0, valid: false }) {
+/** The token's part of the one status, as token/token-view.ts computes it. */
+function token(over: Partial<TokenStatus> = {}): TokenStatus {
+  return { ready: false, live: true, ageSeconds: 0, expiresInSeconds: 0, warnings: [], ...over };
+}
+
+function setup(initial?: TokenStatus) {
   const registry = createRegistry();
-  const state = { ...initial };
-  const metrics = createMetrics(registry, () => state);
+  const state: { token: TokenStatus | undefined; reads: number } = { token: initial, reads: 0 };
+  const metrics = createMetrics(registry, { status: () => (state.reads++, { token: state.token }), replayHeldBytes: () => 0 });
   return { registry, state, metrics };
 }
 
 describe('createMetrics', () => {
-  it('computes the token gauges at scrape time from the current source', async () => {
+  it('renders the token gauges from the token part of the one status at scrape time', async () => {
     const { registry, state } = setup();
     assert.equal(await value(registry, 'b2b_sidecar_token_valid'), 0);
     assert.equal(await value(registry, 'b2b_sidecar_token_expires_in_seconds'), 0);
-    Object.assign(state, { ageSeconds: 10, expiresInSeconds: 890, valid: true });
+    state.token = token({ ready: true, ageSeconds: 10, expiresInSeconds: 890 });
     assert.equal(await value(registry, 'b2b_sidecar_token_age_seconds'), 10);
     assert.equal(await value(registry, 'b2b_sidecar_token_expires_in_seconds'), 890);
     assert.equal(await value(registry, 'b2b_sidecar_token_valid'), 1);
     // Age grows, expiry falls, then renewal resets both.
-    Object.assign(state, { ageSeconds: 600, expiresInSeconds: 300 });
+    state.token = token({ ready: true, ageSeconds: 600, expiresInSeconds: 300 });
     assert.equal(await value(registry, 'b2b_sidecar_token_age_seconds'), 600);
-    Object.assign(state, { ageSeconds: 0, expiresInSeconds: 900 });
+    state.token = token({ ready: true, ageSeconds: 0, expiresInSeconds: 900 });
     const text = await registry.metrics();
     assert.match(text, /^b2b_sidecar_token_age_seconds 0$/m);
     assert.match(text, /^b2b_sidecar_token_expires_in_seconds 900$/m);
+  });
+
+  it('renders the wall-clock gauges and attach suspect from the same status, read once per scrape', async () => {
+    const { registry, state } = setup(token({
+      ready: false, reason: 'the token was rejected', expiresAt: '2026-11-27T10:15:00.000Z', nextAttemptAt: '2026-11-27T10:05:30.500Z',
+      attachSuspect: { evidence: 'unauthorized', path: '/pub/b2b/v1/objects' },
+    }));
+    state.reads = 0;
+    const text = await registry.metrics();
+    assert.equal(state.reads, 1, 'one status per scrape, so the gauges of one scrape agree');
+    assert.match(text, /^b2b_sidecar_token_expiry_timestamp_seconds 1795774500$/m);
+    assert.match(text, /^b2b_sidecar_token_next_refresh_timestamp_seconds 1795773930\.5$/m);
+    assert.match(text, /^b2b_sidecar_attach_suspect 1$/m);
+    assert.match(text, /^b2b_sidecar_token_valid 0$/m);
+    await registry.metrics();
+    assert.equal(state.reads, 2);
+    state.token = undefined;
+    const idle = await registry.metrics();
+    for (const name of ['token_expiry_timestamp_seconds', 'token_next_refresh_timestamp_seconds', 'attach_suspect', 'token_age_seconds']) {
+      assert.match(idle, new RegExp(`^b2b_sidecar_${name} 0$`, 'm'), `${name} is 0 without a token`);
+    }
   });
 
   it('pre-initialises every refresh result to 0 and counts refreshes by result', async () => {
@@ -169,11 +196,11 @@ describe('createMetrics', () => {
 
   it('lets two registries exist side by side and refuses a second set on one registry (docs/traps.md T24)', async () => {
     const a = setup();
-    const b = setup({ ageSeconds: 5, expiresInSeconds: 1, valid: true });
+    const b = setup(token({ ready: true, ageSeconds: 5, expiresInSeconds: 1 }));
     a.metrics.guardDenied();
     assert.equal(await value(a.registry, 'b2b_sidecar_guard_denied_total'), 1);
     assert.equal(await value(b.registry, 'b2b_sidecar_guard_denied_total'), 0);
     assert.equal(await value(b.registry, 'b2b_sidecar_token_valid'), 1);
-    assert.throws(() => createMetrics(a.registry, () => a.state), /already holds the sidecar metrics/);
+    assert.throws(() => createMetrics(a.registry), /already holds the sidecar metrics/);
   });
 });

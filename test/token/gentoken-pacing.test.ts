@@ -209,14 +209,14 @@ describe('liveness of the token loop', () => {
     assert.deepEqual(t.manager.liveness(), { live: true }, 'a stopped manager is shutting down, not stuck');
   });
 
-  it('wall-clock gauges: expiry and next refresh in Unix seconds', async () => {
+  it('wall-clock times: expiry and next refresh (the timestamp gauges render them)', async () => {
     const t = setup({}, () => 0);
     t.manager.start();
     await t.advance(0);
-    const g = t.manager.gauges();
-    const wall = t.clock.wallNow() / 1000;
-    assert.equal(g.expiryTimestampSeconds, wall + 900);
-    assert.equal(g.nextRefreshTimestampSeconds, wall + 594);
+    const v = t.manager.view();
+    const wall = t.clock.wallNow();
+    assert.equal(v.expiresAt, new Date(wall + 900_000).toISOString());
+    assert.equal(v.nextAttemptAt, new Date(wall + 594_000).toISOString());
     await t.manager.stop();
   });
 });

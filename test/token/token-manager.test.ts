@@ -203,17 +203,19 @@ describe('token manager: schedule', () => {
     await t.close();
   });
 
-  it('reports gauges on the monotonic clock', async () => {
+  it('reports age and expiry on the monotonic clock, wall-clock times as ISO (what the token gauges render)', async () => {
     const t = await setup();
-    assert.deepEqual(t.manager.gauges(), { ageSeconds: 0, expiresInSeconds: 0, valid: false, expiryTimestampSeconds: 0, nextRefreshTimestampSeconds: 0 });
+    const idle = t.manager.view();
+    assert.deepEqual([idle.ready, idle.ageSeconds, idle.expiresInSeconds, idle.expiresAt, idle.nextAttemptAt], [false, 0, 0, undefined, undefined]);
     t.manager.start();
     await t.advance(0);
-    const startWall = t.clock.wallNow() / 1000;
+    const startWall = t.clock.wallNow();
     await t.advance(100_000);
     // random 0.5: renewal at 594 s minus 5 % of it = 564.3 s after the request.
-    assert.deepEqual(t.manager.gauges(), {
-      ageSeconds: 100, expiresInSeconds: 800, valid: true, expiryTimestampSeconds: startWall + 900, nextRefreshTimestampSeconds: startWall + 564.3,
-    });
+    const v = t.manager.view();
+    assert.deepEqual([v.ready, v.ageSeconds, v.expiresInSeconds, v.expiresAt, v.nextAttemptAt], [
+      true, 100, 800, new Date(startWall + 900_000).toISOString(), new Date(startWall + 564_300).toISOString(),
+    ]);
     await t.close();
   });
 });
