@@ -162,7 +162,9 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     group.alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
-    const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
+    const { replayBufferTotalBytes, replayBodyLimitBytes, streamedUploadShare } = config.proxy;
+    // Each source's part of the budget: the same share as of the pool, and room for one whole copy.
+    const replayBudget = new ReplayBudget(replayBufferTotalBytes, Math.max(replayBodyLimitBytes, Math.floor(replayBufferTotalBytes * streamedUploadShare)));
     const metrics: Metrics = createMetrics(registry, () => service?.tokens.gauges() ?? { ageSeconds: 0, expiresInSeconds: 0, valid: false }, { replayHeldBytes: () => replayBudget.held, attachSuspect: () => service?.tokens.attachSuspect() ?? false }, { version: deps.version ?? 'unknown', node: process.version });
     const part = await startServicePart(config, { group, metrics, clock, logger, secrets, ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}) });
     service = part;

@@ -10,7 +10,7 @@ import { RequestSeries } from './request-series.js';
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
 export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
 /** Why a request body's replay copy was given up (`replay_capture_dropped_total{reason}`, see proxy/replay-body.ts). */
-export type CaptureDropReason = 'request_limit' | 'global_limit';
+export type CaptureDropReason = 'request_limit' | 'global_limit' | 'source_limit';
 
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';
@@ -101,7 +101,7 @@ export const GENTOKEN_CAUSES: readonly GentokenCause[] = [
 /** Every `trigger` label value of `gentoken_deferred_total`. */
 export const GENTOKEN_TRIGGERS: readonly GentokenTrigger[] = ['start', 'renewal', 'retry', 'upstream_401', 'rotation'];
 const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
-const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
+const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit', 'source_limit'];
 const ROUTES: readonly RouteName[] = ['service', 'localization'];
 const LISTENERS: readonly ListenerName[] = ['proxy', 'admin'];
 const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit', 'max_connections'];
@@ -225,7 +225,7 @@ export function createMetrics(registry: Registry, tokenGauges: () => TokenGauges
   });
   for (const reason of RETRY_REASONS) retries.labels(reason).inc(0);
   const replayDropped = new Counter({
-    name: `${PREFIX}replay_capture_dropped_total`, help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit) or proxy.replayBufferTotalBytes full (global_limit).',
+    name: `${PREFIX}replay_capture_dropped_total`, help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit), proxy.replayBufferTotalBytes full (global_limit), or the source\'s share of it (proxy.streamedUploadShare) full (source_limit).',
     labelNames: ['reason'] as const, registers,
   });
   for (const reason of DROP_REASONS) replayDropped.labels(reason).inc(0);
