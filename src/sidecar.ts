@@ -123,7 +123,9 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     group.alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
-    const replayBudget = new ReplayBudget(config.proxy.replayBufferTotalBytes);
+    const { replayBufferTotalBytes, replayBodyLimitBytes, streamedUploadShare } = config.proxy;
+    // Each source's part of the budget: the same share as of the pool, and room for one whole copy.
+    const replayBudget = new ReplayBudget(replayBufferTotalBytes, Math.max(replayBodyLimitBytes, Math.floor(replayBufferTotalBytes * streamedUploadShare)));
     // The token gauges render the one status, as /readyz and /status do.
     const metrics: Metrics = createMetrics(registry, { status, replayHeldBytes: () => replayBudget.held }, build);
     const on: PartDeps = {

@@ -76,6 +76,10 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
     return { status, detail: `POST ${url} → ${status}`, hint: 'the service failed to issue a token: retry later, or tell the support team' };
   }
   const message = err instanceof Error ? err.message : String(err);
+  if (kind === 'tls' && /client certificate/.test(message)) {
+    // The server's verdict on this client (under TLS 1.3 it comes after the handshake), not ours on its certificate.
+    return { detail: `POST ${url} failed: ${message}`, hint: 'the service requires mutual TLS: set service.certFile and service.keyFile to the pair the vendor issued for this ApiKey, or ask the support team which CA they accept' };
+  }
   if (kind === 'tls') {
     return { detail: `POST ${url} failed: ${message}`, hint: 'the server certificate is not trusted: set service.caFile to the CA that signed it (or fix the name in service.baseUrl)' };
   }

@@ -12,7 +12,7 @@ import type { TokenStatus } from './status.js';
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
 export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
 /** Why a request body's replay copy was given up (`replay_capture_dropped_total{reason}`, see proxy/replay-body.ts). */
-export type CaptureDropReason = 'request_limit' | 'global_limit';
+export type CaptureDropReason = 'request_limit' | 'global_limit' | 'source_limit';
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
 export type RefreshResult = 'success' | 'unauthorized' | 'error';
 /** The listeners that refuse connections as they open (`connections_refused_total{listener}`). */
@@ -40,7 +40,7 @@ export const GENTOKEN_CAUSES: readonly GentokenCause[] = [
 export const GENTOKEN_TRIGGERS: readonly GentokenTrigger[] = ['start', 'renewal', 'retry', 'upstream_401', 'rotation'];
 const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
 const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
-const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit'];
+const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit', 'source_limit'];
 const LISTENERS: readonly ListenerName[] = ['proxy', 'admin'];
 const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit', 'max_connections'];
 /** The sidecar's own failure answers that B2BSidecarLocalErrors watches. */
@@ -171,7 +171,7 @@ export const SIDECAR_METRICS = {
     labels: ['reason'], startAtZero: one(RETRY_REASONS),
   },
   replayCaptureDropped: {
-    name: 'b2b_sidecar_replay_capture_dropped_total', type: 'counter', help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit) or proxy.replayBufferTotalBytes full (global_limit).',
+    name: 'b2b_sidecar_replay_capture_dropped_total', type: 'counter', help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit), proxy.replayBufferTotalBytes full (global_limit), or the source\'s share of it (proxy.streamedUploadShare) full (source_limit).',
     labels: ['reason'], startAtZero: one(DROP_REASONS),
   },
   connectionsRefused: {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { ReplayBudget } from './replay-body.js';
+import type { ReplayHold } from './replay-body.js';
 import type { RequestBody } from './body-source.js';
 import type { UploadPace } from './upload-pace.js';
 
@@ -13,19 +13,17 @@ import type { UploadPace } from './upload-pace.js';
 export class BufferedBody implements RequestBody {
   readonly replayable = true;
   readonly #req: IncomingMessage;
-  readonly #length: number;
-  readonly #budget: ReplayBudget;
+  readonly #hold: ReplayHold;
   readonly #pace: UploadPace | undefined;
   #chunks: Buffer[] | undefined = [];
   #size = 0;
   #whole: Buffer | undefined;
   #send: ((content: Buffer) => void) | undefined;
-  #booked = true;
 
-  constructor(req: IncomingMessage, length: number, budget: ReplayBudget, pace: UploadPace | undefined) {
+  /** `hold`: the body's booking, its declared length already taken; closed by `settle`. */
+  constructor(req: IncomingMessage, hold: ReplayHold, pace: UploadPace | undefined) {
     this.#req = req;
-    this.#length = length;
-    this.#budget = budget;
+    this.#hold = hold;
     this.#pace = pace;
     req.on('data', this.#onData);
     req.once('end', this.#onEnd);
@@ -65,9 +63,7 @@ export class BufferedBody implements RequestBody {
     this.#whole = undefined;
     this.#chunks = undefined;
     this.#send = undefined;
-    if (!this.#booked) return;
-    this.#booked = false;
-    this.#budget.give(this.#length);
+    this.#hold.close();
   }
 
   abandon(): void {

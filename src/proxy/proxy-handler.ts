@@ -92,7 +92,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     if (!hasBody(req)) return dispatch(undefined);
     // Received whole first (small), or streamed within the source's share (large or chunked);
     // either way the credentials are the current ones at dispatch.
-    body = bodies.open(req, `${route.name} ${source}`, () => {
+    body = bodies.open(req, source ?? 'unknown', `${route.name} ${source}`, () => {
       // Too slow: answer (if nothing went out yet), then release the upstream exchange and its
       // pooled connection, if it has one; the client's connection closes after the answer.
       logger.warn('request body too slow: cut', { route: route.name, method, source, minBytesPerSecond: paces.bytesPerSecond });

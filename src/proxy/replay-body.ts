@@ -7,26 +7,97 @@ import type { UploadPace } from './upload-pace.js';
 /**
  * The bytes held for replay across every request in flight. Each request's copy is bounded by
  * `proxy.replayBodyLimitBytes`; this bounds their sum (`proxy.replayBufferTotalBytes`), so 50
- * concurrent uploads cannot hold 50 × the per-request limit. A request that would exceed it
- * simply loses its replay (its 401 is passed back, as for a body above the limit).
+ * concurrent uploads cannot hold 50 × the per-request limit, and each source's part of that sum
+ * (`perSource`, see docs/traps.md T36), so one source's slow uploads cannot book it all and leave
+ * every other client's uploads without a replay. A request that would exceed either simply loses
+ * its replay (its 401 is passed back, as for a body above the limit).
+ *
+ * A body books through a `ReplayHold` opened once for its source (the one Map lookup per body);
+ * its chunks then book without a lookup, and `close` gives back exactly what it booked.
  */
 export class ReplayBudget {
-  #held = 0;
-  constructor(readonly capacity: number) {}
+  readonly #total: Held = { held: 0 };
+  readonly #sources = new Map<string, SourceHeld>();
+  readonly perSource: number;
+
+  /** `perSource`: most bytes one source may hold at once; the whole capacity when absent. */
+  constructor(readonly capacity: number, perSource = capacity) {
+    this.perSource = Math.min(perSource, capacity);
+  }
 
   /** Bytes currently held (the `b2b_sidecar_replay_buffer_bytes` gauge). */
   get held(): number {
-    return this.#held;
+    return this.#total.held;
   }
 
-  take(bytes: number): boolean {
-    if (this.#held + bytes > this.capacity) return false;
-    this.#held += bytes;
-    return true;
+  /** Bytes currently held for `source` (tests and diagnostics). */
+  heldBy(source: string): number {
+    return this.#sources.get(source)?.held ?? 0;
   }
 
-  give(bytes: number): void {
-    this.#held -= bytes;
+  /** Sources with a hold open (tests: none is left behind once every hold is closed). */
+  get sources(): number {
+    return this.#sources.size;
+  }
+
+  /** A hold for one body from `source`; it must be closed once (closing gives back all it booked). */
+  open(source: string): ReplayHold {
+    let account = this.#sources.get(source);
+    if (!account) {
+      account = { held: 0, holds: 0 };
+      this.#sources.set(source, account);
+    }
+    account.holds++;
+    return new ReplayHold(this.#total, account, this.capacity, this.perSource, () => this.#sources.delete(source));
+  }
+}
+
+interface Held {
+  held: number;
+}
+
+interface SourceHeld extends Held {
+  /** Holds open: the entry goes once the last one closes. */
+  holds: number;
+}
+
+/** One body's booking in the replay budget (ReplayBudget.open). */
+export class ReplayHold {
+  #booked = 0;
+  #closed = false;
+
+  constructor(
+    readonly total: Held,
+    readonly source: SourceHeld,
+    readonly capacity: number,
+    readonly perSource: number,
+    readonly forget: () => void,
+  ) {}
+
+  /** Bytes this hold has booked. */
+  get booked(): number {
+    return this.#booked;
+  }
+
+  /** Books `bytes` more; undefined when booked, else why not (nothing is booked then). */
+  take(bytes: number): CaptureDropReason | undefined {
+    if (this.#closed) return 'global_limit';
+    if (this.total.held + bytes > this.capacity) return 'global_limit';
+    if (this.source.held + bytes > this.perSource) return 'source_limit';
+    this.source.held += bytes;
+    this.total.held += bytes;
+    this.#booked += bytes;
+    return undefined;
+  }
+
+  /** Gives back everything booked and ends the hold. Idempotent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.source.held -= this.#booked;
+    this.total.held -= this.#booked;
+    this.#booked = 0;
+    if (--this.source.holds === 0) this.forget();
   }
 }
 
@@ -48,7 +119,7 @@ const clientAborted = () => Object.assign(new Error('client aborted the request 
 export class ReplayTee extends Readable implements StreamedBody {
   readonly #req: IncomingMessage;
   readonly #limit: number;
-  readonly #budget: ReplayBudget;
+  readonly #hold: ReplayHold | undefined;
   readonly #onDrop: (reason: CaptureDropReason) => void;
   #chunks: Buffer[] | undefined = [];
   #size = 0;
@@ -62,14 +133,20 @@ export class ReplayTee extends Readable implements StreamedBody {
   /** The engine's: runs as chunks are handed on and at the end (its header deadline restarts). */
   onProgress: (() => void) | undefined = undefined;
 
-  /** `limit` 0: no copy at all (a body declared larger than the limit, or replay off). */
-  constructor(req: IncomingMessage, limit: number, budget: ReplayBudget, onDrop: (reason: CaptureDropReason) => void) {
+  /**
+   * `limit` 0 or no `hold`: no copy at all (a body declared larger than the limit, or replay off).
+   * The tee closes the hold when it lets go of its copy.
+   */
+  constructor(req: IncomingMessage, limit: number, hold: ReplayHold | undefined, onDrop: (reason: CaptureDropReason) => void) {
     // One client chunk buffered at most before the client is paused: the copy is the buffer.
     super({ highWaterMark: 16 * 1024 });
-    if (limit === 0) this.#chunks = undefined;
+    if (limit === 0 || !hold) {
+      this.#chunks = undefined;
+      hold?.close();
+    }
     this.#req = req;
     this.#limit = limit;
-    this.#budget = budget;
+    this.#hold = hold;
     this.#onDrop = onDrop;
     req.on('data', this.#onData);
     req.once('end', this.#onEnd);
@@ -96,7 +173,7 @@ export class ReplayTee extends Readable implements StreamedBody {
   /** Gives the copy back to the budget; later chunks are no longer copied. Idempotent. */
   release(): void {
     if (!this.#chunks) return;
-    this.#budget.give(this.#size);
+    this.#hold!.close();
     this.#chunks = undefined;
     this.#size = 0;
     this.#settle(undefined);
@@ -132,7 +209,8 @@ export class ReplayTee extends Readable implements StreamedBody {
   #capture(chunk: Buffer): void {
     const size = this.#size + chunk.length;
     if (size > this.#limit) return this.#drop('request_limit');
-    if (!this.#budget.take(chunk.length)) return this.#drop('global_limit');
+    const refused = this.#hold!.take(chunk.length);
+    if (refused) return this.#drop(refused);
     this.#chunks!.push(chunk);
     this.#size = size;
   }

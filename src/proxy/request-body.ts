@@ -35,21 +35,26 @@ export class RequestBodies {
   constructor(readonly replay: ReplayCapture, readonly paces: UploadPaces, readonly share: UploadShare) {}
 
   /**
-   * The body of a request for which `hasBody` is true. `key` names the share it streams under
-   * (route and source); `onSlow` runs once if the upload falls below the minimum rate.
+   * The body of a request for which `hasBody` is true. `source` names the client's share of the
+   * replay budget, `key` the share of the pool it streams under (route and source); `onSlow` runs
+   * once if the upload falls below the minimum rate.
    */
-  open(req: IncomingMessage, key: string, onSlow: () => void): RequestBody {
+  open(req: IncomingMessage, source: string, key: string, onSlow: () => void): RequestBody {
     const replay = this.replay;
     if (req.headers['transfer-encoding'] === undefined) {
       const length = Number(req.headers['content-length']);
       if (length <= replay.limit) {
-        // Booked whole up front: the budget bounds what slow clients can make the sidecar hold.
-        if (replay.budget.take(length)) return new BufferedBody(req, length, replay.budget, this.paces.watch(onSlow));
-        replay.onDrop('global_limit');
+        // Booked whole up front: the budget (and the source's part of it) bounds what slow
+        // clients can make the sidecar hold.
+        const hold = replay.budget.open(source);
+        const refused = hold.take(length);
+        if (!refused) return new BufferedBody(req, hold, this.paces.watch(onSlow));
+        hold.close();
+        replay.onDrop(refused);
       }
-      return new StreamedRequestBody(req, this, key, 0, onSlow);
+      return new StreamedRequestBody(req, this, source, key, 0, onSlow);
     }
-    return new StreamedRequestBody(req, this, key, replay.limit, onSlow);
+    return new StreamedRequestBody(req, this, source, key, replay.limit, onSlow);
   }
 }
 
@@ -61,6 +66,7 @@ class StreamedRequestBody implements RequestBody {
   readonly replayable: boolean;
   readonly #req: IncomingMessage;
   readonly #bodies: RequestBodies;
+  readonly #source: string;
   readonly #copyLimit: number;
   readonly #onSlow: () => void;
   readonly #slot: UploadSlot;
@@ -69,10 +75,11 @@ class StreamedRequestBody implements RequestBody {
   #send: ((content: ReplayTee) => void) | undefined;
   #over = false;
 
-  constructor(req: IncomingMessage, bodies: RequestBodies, key: string, copyLimit: number, onSlow: () => void) {
+  constructor(req: IncomingMessage, bodies: RequestBodies, source: string, key: string, copyLimit: number, onSlow: () => void) {
     this.replayable = copyLimit > 0;
     this.#req = req;
     this.#bodies = bodies;
+    this.#source = source;
     this.#copyLimit = copyLimit;
     this.#onSlow = onSlow;
     this.#slot = bodies.share.take(key, this.#start);
@@ -81,7 +88,8 @@ class StreamedRequestBody implements RequestBody {
   readonly #start = (): void => {
     if (this.#over) return;
     const { replay, paces } = this.#bodies;
-    const tee = new ReplayTee(this.#req, this.#copyLimit, replay.budget, replay.onDrop);
+    const hold = this.#copyLimit > 0 ? replay.budget.open(this.#source) : undefined;
+    const tee = new ReplayTee(this.#req, this.#copyLimit, hold, replay.onDrop);
     tee.pace = this.#pace = paces.watch(this.#onSlow);
     this.#tee = tee;
     // Complete (or gone), the body no longer holds an upstream connection for its upload.

@@ -59,7 +59,7 @@ export function createResponder(options: ResponderOptions): Responder {
     },
     failed(res, route, method, started, err) {
       if (res.destroyed) return; // client gone: nobody to answer
-      const answer = answerForUpstreamError(err);
+      const answer = answerForUpstreamError(err, route);
       if (!(err instanceof SidecarError)) logger.warn('upstream request failed', { route, status: answer.status, reason: answer.message, code: (err as { code?: string }).code });
       if (res.headersSent) res.destroy();
       else responder.local(res, route, method, started, answer.status, answer.message, answer.status === 503 ? { 'retry-after': '1' } : undefined);

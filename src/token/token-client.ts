@@ -1,5 +1,6 @@
 import { clampDelay, systemClock, type Clock } from '../shared/clock.js';
 import { ClientGone, type UpstreamResponse } from '../upstream/engine.js';
+import { clientCertificateAlert, clientCertificateRefusal } from '../shared/tls-alert.js';
 import type { TrustedCas } from '../shared/tls.js';
 import { undiciConnect, type Egress } from '../upstream/egress.js';
 import { EgressProxyError } from '../upstream/connect-tunnel.js';
@@ -300,6 +301,9 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   // The forward proxy failed, not the auth server: its own message names the proxy and the setting.
   if (err instanceof EgressProxyError) return new TokenRequestError(err.message, { cause: err, kind: 'egress_proxy' });
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
+  // Before the codes: under TLS 1.3 the refusal comes after the handshake, wrapped in a socket error.
+  const alert = clientCertificateAlert(err);
+  if (alert) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls' });
   const code = weakKeyCode(err) ?? (err as { code?: string } | undefined)?.code;
   if (code && DNS_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'dns' });
   if (code === 'ECONNREFUSED') return new TokenRequestError('auth server unreachable: ECONNREFUSED', { cause: err, kind: 'connection_refused' });

@@ -2,6 +2,7 @@ import type { Socket } from 'node:net';
 import type { Agent as HttpsAgent } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { tlsContext, type ClientCertificatePem, type TrustedCas } from '../shared/tls.js';
+import { askedForClientCertificate, closedAfterCertificateRequest } from '../shared/tls-alert.js';
 // undici's own connector, imported file by file like undici-core.ts (so the bundle holds it).
 import connectModule from 'undici/lib/core/connect.js';
 import { EgressProxyError, openTunnel, type TunnelFailure } from './connect-tunnel.js';
@@ -68,15 +69,15 @@ function isDynamic(egress: Egress | undefined): egress is Egress {
 }
 
 /**
- * undici's `connect` option. Without a proxy or client certificate: the plain options the
- * engines always used (undici's own connector, nothing added per connection). Otherwise a
- * connector that opens the tunnel first and starts TLS over it (undici's `httpSocket`), with
- * a connector per TLS context: a resumed TLS session would present the old client certificate
- * after a rotation, so a new pair starts a new session cache.
+ * undici's `connect` option. Without a proxy or client certificate: undici's own connector with the
+ * options the engines always used. Otherwise a connector that opens the tunnel first and starts TLS
+ * over it (undici's `httpSocket`), with a connector per TLS context: a resumed TLS session would
+ * present the old client certificate after a rotation, so a new pair starts a new session cache.
+ * Either way a TLS alert the server sends after the handshake is kept (keepingTlsAlerts).
  */
-export function undiciConnect(egress: Egress | undefined, ca: TrustedCas | undefined, servername: string | undefined): Record<string, unknown> | UndiciConnector {
+export function undiciConnect(egress: Egress | undefined, ca: TrustedCas | undefined, servername: string | undefined): UndiciConnector {
   const fixed = { ...(ca ? { secureContext: tlsContext(ca, undefined) } : {}), rejectUnauthorized: true, ...(servername ? { servername } : {}) };
-  if (!isDynamic(egress)) return fixed;
+  if (!isDynamic(egress)) return keepingTlsAlerts(buildConnector(fixed));
   let current: { context: SecureContext | undefined; connect: UndiciConnector } | undefined;
   const connectorNow = (): UndiciConnector => {
     const context = egress.context();
@@ -85,7 +86,7 @@ export function undiciConnect(egress: Egress | undefined, ca: TrustedCas | undef
     }
     return current.connect;
   };
-  return (opts, callback) => {
+  return keepingTlsAlerts((opts, callback) => {
     const connect = connectorNow();
     if (!egress.proxy) return connect(opts, callback);
     const port = Number(opts.port) || (opts.protocol === 'http:' ? 80 : 443);
@@ -102,7 +103,34 @@ export function undiciConnect(egress: Egress | undefined, ca: TrustedCas | undef
       },
       (err: Error) => callback(err, null),
     );
-  };
+  });
+}
+
+/**
+ * A TLS 1.3 server refuses a client certificate with an alert after the handshake; the socket
+ * reports it as an error, but undici then reports the end of the stream as "other side closed"
+ * (UND_ERR_SOCKET) and the alert is lost (docs/traps.md T62). This keeps the alert as that later
+ * error's `cause`, where upstream-error.ts and the token client find it. One listener per
+ * connection; nothing per request.
+ */
+function keepingTlsAlerts(connect: UndiciConnector): UndiciConnector {
+  return (opts, callback) => connect(opts, (err, socket) => {
+    if (socket) {
+      let alert: Error | undefined;
+      // Asked now: by the time undici reports the close, the TLS handle is gone.
+      const asked = askedForClientCertificate(socket);
+      socket.prependListener('error', (e: Error & { code?: string; cause?: unknown }) => {
+        if (/^ERR_SSL_.*_ALERT_/.test(e.code ?? '')) alert ??= e;
+        else if (e.code === 'UND_ERR_SOCKET' && e.cause === undefined) {
+          // Not one byte of answer on a connection whose server asked for a certificate: the
+          // refusal of a server that closes without an alert (Node's own TLS server does).
+          const cause = alert ?? closedAfterCertificateRequest(socket, asked);
+          if (cause) e.cause = cause;
+        }
+      });
+    }
+    callback(err, socket);
+  });
 }
 
 /**

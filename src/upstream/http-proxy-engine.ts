@@ -12,6 +12,7 @@ import { routeAgentThroughEgress } from './egress.js';
 import { markStaleConnectionFailure } from './upstream-retry.js';
 import { basePathOf, type EngineOptions, type ProxyEngine, type UpstreamRequest, type UpstreamResponse } from './engine.js';
 import { streamBody } from './upstream-body.js';
+import { closedAfterCertificateRequest } from '../shared/tls-alert.js';
 
 // http-proxy joins the target's path and the request path with `.replace(/\/+/g, '/')`, so `/a//b`
 // went upstream as `/a/b` while the undici engine sends it as is. This engine builds the full
@@ -174,6 +175,12 @@ function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<Ups
       }
       clearTimeout(deadline);
       request.signal.offAbort(onAbort);
+      // A new connection closed before any answer by a server that asked for a client
+      // certificate: its refusal, under TLS 1.3 without an alert (docs/traps.md T62).
+      if (err && exchange.idleMs < 0 && (err as { code?: string }).code === 'ECONNRESET' && err.cause === undefined) {
+        const refused = closedAfterCertificateRequest(exchange.proxyReq?.socket);
+        if (refused) err.cause = refused;
+      }
       if (err) reject(err);
       else resolve(response!);
     };

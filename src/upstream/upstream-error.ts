@@ -1,4 +1,5 @@
 import { SidecarError } from '../shared/errors.js';
+import { clientCertificateAlert, clientCertificateRefusal } from '../shared/tls-alert.js';
 
 /** What a client is told when the upstream exchange fails before response headers. */
 export interface ErrorAnswer {
@@ -15,12 +16,15 @@ const TLS_CODE = /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|
 /**
  * The single mapping from an upstream failure to the client's status and message (fastify
  * reply-from's taxonomy). Messages are fixed strings: upstream internals and secrets never
- * reach the client.
+ * reach the client. `route` names the config section a refused client certificate comes from.
  */
-export function answerForUpstreamError(err: unknown): ErrorAnswer {
+export function answerForUpstreamError(err: unknown, route = 'service'): ErrorAnswer {
   if (err instanceof SidecarError && err.code !== 'SIDECAR_ERR_UPSTREAM_TIMEOUT') {
     return { status: err.status, message: err.message };
   }
+  // Before the codes: under TLS 1.3 the refusal arrives after the handshake, as a reset or a closed socket.
+  const alert = clientCertificateAlert(err);
+  if (alert) return { status: 502, message: clientCertificateRefusal(alert, 'the service', route) };
   const code = errorCode(err);
   if (TIMEOUT_CODES.has(code)) return { status: 504, message: 'the service did not answer in time' };
   if (REFUSED_CODES.has(code)) return { status: 502, message: 'the service refused the connection' };

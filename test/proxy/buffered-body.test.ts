@@ -28,8 +28,9 @@ describe('a body received whole (BufferedBody)', () => {
     const payload = Buffer.alloc(200_000, 'b');
     const req = await received(t, payload);
     const budget = new ReplayBudget(1 << 20);
-    assert.equal(budget.take(payload.length), true);
-    const body = new BufferedBody(req, payload.length, budget, undefined);
+    const hold = budget.open('127.0.0.1');
+    assert.equal(hold.take(payload.length), undefined);
+    const body = new BufferedBody(req, hold, undefined);
     const sent = await new Promise<Buffer>((resolve) => body.ready(resolve));
     assert.ok(sent.equals(payload));
     // Before the answer: a retry or replay gets the whole body again.
@@ -43,5 +44,6 @@ describe('a body received whole (BufferedBody)', () => {
     body.settle();
     body.abandon();
     assert.equal(budget.held, 0, 'settle and abandon give back once');
+    assert.equal(budget.sources, 0);
   });
 });

@@ -31,7 +31,7 @@ describe('ReplayTee', () => {
     for (const [length, sizes] of [[1, [1]], [16384, [16384]], [16385, [7000, 9385]], [64 * 1024 + 13, [65536, 1, 12]], [100_000, [1000, 16383, 3]]] as const) {
       const body = randomBytes(length);
       const req = request();
-      const tee = new ReplayTee(req, 1 << 20, budget, assert.fail);
+      const tee = new ReplayTee(req, 1 << 20, budget.open('127.0.0.1'), assert.fail);
       const passed = await upload(tee, req, body, [...sizes]);
       assert.ok(passed.equals(body), 'the consumer got the body as sent');
       const copy = await tee.captured();
@@ -48,7 +48,7 @@ describe('ReplayTee', () => {
     const bodies = Array.from({ length: 8 }, (_, i) => randomBytes(20_000 + i * 5_003));
     const tees = bodies.map(() => {
       const req = request();
-      return { req, tee: new ReplayTee(req, 1 << 20, budget, assert.fail) };
+      return { req, tee: new ReplayTee(req, 1 << 20, budget.open('127.0.0.1'), assert.fail) };
     });
     await Promise.all(tees.map(({ req, tee }, i) => upload(tee, req, bodies[i]!, [4096 + i * 1000])));
     for (const [i, { tee }] of tees.entries()) assert.ok((await tee.captured())!.equals(bodies[i]!), `upload ${i}`);
@@ -61,7 +61,7 @@ describe('ReplayTee', () => {
     const budget = new ReplayBudget(1 << 20);
     const drops: CaptureDropReason[] = [];
     const req = request();
-    const tee = new ReplayTee(req, 40_000, budget, (reason) => drops.push(reason));
+    const tee = new ReplayTee(req, 40_000, budget.open('127.0.0.1'), (reason) => drops.push(reason));
     const body = randomBytes(50_000);
     assert.ok((await upload(tee, req, body, [10_000])).equals(body));
     assert.deepEqual(drops, ['request_limit']);
@@ -72,7 +72,7 @@ describe('ReplayTee', () => {
   it('gives its copy back when the client goes away mid-upload', async () => {
     const budget = new ReplayBudget(1 << 20);
     const req = request();
-    const tee = new ReplayTee(req, 1 << 20, budget, assert.fail);
+    const tee = new ReplayTee(req, 1 << 20, budget.open('127.0.0.1'), assert.fail);
     tee.resume();
     req.write(randomBytes(30_000));
     await new Promise(setImmediate);
@@ -81,5 +81,66 @@ describe('ReplayTee', () => {
     await new Promise(setImmediate);
     assert.equal(await tee.captured(), undefined);
     assert.equal(budget.held, 0);
+    assert.equal(budget.sources, 0, 'no record of the source is left behind');
+  });
+
+  it('drops its copy at its source\'s share of the budget (source_limit) while another source still copies', async () => {
+    const budget = new ReplayBudget(1 << 20, 64_000);
+    const drops: CaptureDropReason[] = [];
+    const first = request();
+    const held = new ReplayTee(first, 1 << 20, budget.open('10.0.0.1'), assert.fail);
+    held.resume();
+    first.write(randomBytes(50_000));
+    await new Promise(setImmediate);
+    // The same source's second upload outgrows the share: passed on, not copied.
+    const req = request();
+    const tee = new ReplayTee(req, 1 << 20, budget.open('10.0.0.1'), (reason) => drops.push(reason));
+    const body = randomBytes(30_000);
+    assert.ok((await upload(tee, req, body, [10_000])).equals(body));
+    assert.deepEqual(drops, ['source_limit']);
+    assert.equal(await tee.captured(), undefined);
+    assert.equal(budget.heldBy('10.0.0.1'), 50_000, 'only the first upload\'s bytes stay booked');
+    // Another source is not held back by the first one's uploads.
+    const otherReq = request();
+    const other = new ReplayTee(otherReq, 1 << 20, budget.open('10.0.0.2'), assert.fail);
+    assert.ok((await upload(other, otherReq, body, [7_000])).equals(body));
+    assert.ok((await other.captured())!.equals(body));
+    assert.equal(budget.held, 80_000);
+    other.release();
+    first.destroy();
+    await new Promise(setImmediate);
+    assert.equal(budget.held, 0);
+    assert.equal(budget.sources, 0);
+  });
+});
+
+describe('ReplayBudget', () => {
+  it('books per source and in total, and gives back exactly what each hold booked, once', () => {
+    const budget = new ReplayBudget(100, 60);
+    const a1 = budget.open('a');
+    const a2 = budget.open('a');
+    const b = budget.open('b');
+    assert.equal(a1.take(40), undefined);
+    assert.equal(a2.take(30), 'source_limit', 'a would hold 70 of its 60');
+    assert.equal(a2.take(20), undefined);
+    assert.equal(b.take(50), 'global_limit', '110 of 100 in all');
+    assert.equal(b.take(40), undefined);
+    assert.equal(a2.take(1), 'global_limit', 'both full: the whole budget is named');
+    assert.deepEqual([budget.held, budget.heldBy('a'), budget.heldBy('b')], [100, 60, 40]);
+    a1.close();
+    a1.close();
+    assert.deepEqual([budget.held, budget.heldBy('a'), budget.sources], [60, 20, 2], 'a second close gives back nothing more');
+    a2.close();
+    assert.deepEqual([budget.held, budget.heldBy('a'), budget.sources], [40, 0, 1], 'a is forgotten with its last hold');
+    b.close();
+    assert.deepEqual([budget.held, budget.sources], [0, 0]);
+  });
+
+  it('without a share, one source may book the whole capacity; a share is never above it', () => {
+    const whole = new ReplayBudget(100);
+    const hold = whole.open('a');
+    assert.equal(hold.take(100), undefined);
+    hold.close();
+    assert.equal(new ReplayBudget(100, 500).perSource, 100);
   });
 });

@@ -180,7 +180,8 @@ for (const engine of ENGINES) {
         req.on('end', () => { bodiesIn++; void gate.then(() => res.end('{}')); });
       });
       const cap = 64 * 1024;
-      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { proxy: { replayBodyLimitBytes: 16 * 1024, replayBufferTotalBytes: cap } } });
+      // A share of 1: this one source may use the whole budget, so only the cap bounds it.
+      const s = await startSidecar({ baseUrl: up.url, engine, overrides: { proxy: { replayBodyLimitBytes: 16 * 1024, replayBufferTotalBytes: cap, streamedUploadShare: 1 } } });
       try {
         await waitReady(s);
         const uploads = Array.from({ length: 50 }, (_, i) => upload(s.port, parts(2, 4096), i % 2 ? 'chunked' : 'length'));
