@@ -8,6 +8,7 @@
  *     [--only direct,nginx,bare,bare-undici,bare-undici-tuned,sidecar-undici,sidecar-http-proxy,replay-on,replay-off]
  *     [--out FILE] [--strict] [--dist DIR (an alternative build of the sidecar, for experiments)]
  *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's, for experiments)]
+ *     [--node-args "..." (options on node's command line instead of the Dockerfile ENTRYPOINT's, for experiments)]
  */
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -16,7 +17,7 @@ import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
 import { cpuMicros, machineTicks, MB, privateMemory, privatePeakSampler, statusBytes, sumStatus, type PrivateMemory } from './lib/proc.js';
 import { REPLAY_CONFIGS, runReplayRound, type ReplayConfig, type ReplaySample } from './lib/replay-post.js';
 import {
-  API_KEY, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeOptions, sidecarCli, startBare, TLS_CLIENT_FLOOR_SCRIPT, startNginx, startSidecar, startTunedFloor, startUpstream,
+  API_KEY, deployedNodeArgs, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeArgs, setNodeOptions, sidecarCli, startBare, TLS_CLIENT_FLOOR_SCRIPT, startNginx, startSidecar, startTunedFloor, startUpstream,
   touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
 } from './lib/setup.js';
 import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
@@ -89,6 +90,7 @@ function parseArgs(argv: string[]): Options {
       case '--strict': o.strict = true; break;
       case '--dist': setDistDir(next() ?? 'dist'); break;
       case '--node-options': setNodeOptions(next() ?? ''); break;
+      case '--node-args': setNodeArgs(next() ?? ''); break;
       case '--only': {
         const names = (next() ?? '').split(',').filter(Boolean);
         const known: readonly string[] = [...CONFIGS, ...REPLAY_CONFIGS];
@@ -437,7 +439,8 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
     `${opts.rounds} round(s), configurations alternating, each in a fresh process: warm-up ${opts.warmupSeconds} s, GET 1 KiB JSON at 50 connections ${opts.seconds} s, ` +
     `at 1 connection ${opts.latencySeconds} s, POST 4 KiB echo at 50 connections ${opts.postSeconds} s. Medians over rounds; spread is min–max. ` +
     `Proxy CPU = utime+stime from /proc/<pid>/stat over the 50-connection GET window ÷ requests (nginx: master + worker). Peak RSS = VmHWM (nginx: sum).`, '');
-  lines.push(`The sidecar runs as the container image runs it: \`node dist/cli.js run\` with the Dockerfile's NODE_OPTIONS (\`${deployedNodeOptions() || 'none'}\`); ` +
+  const nodeArgs = deployedNodeArgs().join(' ');
+  lines.push(`The sidecar runs as the container image runs it: \`node ${nodeArgs ? `${nodeArgs} ` : ''}dist/cli.js run\` with the Dockerfile's NODE_OPTIONS (\`${deployedNodeOptions() || 'none'}\`); ` +
     `the bare references (http-proxy, undici) run with Node's defaults, the tuned floor with the sidecar's trust store, V8 tuning and NODE_OPTIONS (undici unbundled, no code cache). NODE_EXTRA_CA_CERTS is removed from every Node proxy's environment ` +
     `(${process.env.NODE_EXTRA_CA_CERTS ? `here it pointed at ${process.env.NODE_EXTRA_CA_CERTS}, which adds ~80 ms to any Node start on one core` : 'it was not set here'}); each gets its CA explicitly.`, '');
   for (const n of r.notes) lines.push(`> ${n}`, '');

@@ -11,6 +11,8 @@
  *
  *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
  *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set where the sidecar tunes V8)]
+ *     [--node-args "..." (options on node's command line, before the script: V8 flags there are read at
+ *     start, at the price of Node's code caches)]
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +34,7 @@ const loadSeconds = Number(arg('--seconds', '5'));
 const bare = args.includes('--bare');
 const nodeOptions = arg('--node-options', '\0');
 const v8Flags = arg('--v8-flags', '');
+const nodeArgs = arg('--node-args', '').split(' ').filter(Boolean);
 setDistDir(arg('--dist', join(ROOT, 'dist')));
 
 const PROBE = `
@@ -83,7 +86,7 @@ async function main() {
       await up.control.setTtl(86_400);
       const token = await up.control.gentoken();
       const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: token, API_KEY });
-      proc = spawnManaged('bare-undici', process.execPath, ['--import', probe, join(ROOT, 'bench', 'bare-undici.mjs')], { cpu: PROXY_CPU, env, cwd: ROOT });
+      proc = spawnManaged('bare-undici', process.execPath, [...nodeArgs, '--import', probe, join(ROOT, 'bench', 'bare-undici.mjs')], { cpu: PROXY_CPU, env, cwd: ROOT });
       port = (JSON.parse(await proc.waitForLine((l) => l.includes('"proxy":"ready"'), 15_000)) as { port: number }).port;
     } else {
       const file = join(work, 'sidecar.yaml');
@@ -93,7 +96,7 @@ async function main() {
         proxy: { engine, ...(args.includes('--replay-off') ? { replayBodyLimitBytes: 0 } : {}) }, guard: { allow: ['127.0.0.1/32', '::1/128'] }, log: { level: 'info', requests: false },
         shutdown: { delaySeconds: 0, timeoutSeconds: 1 },
       }), { mode: 0o600 });
-      proc = spawnManaged('sidecar', process.execPath, ['--import', probe, sidecarCli(), 'run', '--config', file],
+      proc = spawnManaged('sidecar', process.execPath, [...nodeArgs, '--import', probe, sidecarCli(), 'run', '--config', file],
         { cpu: PROXY_CPU, cwd: ROOT, env: proxyEnv({ NODE_OPTIONS: nodeOptions === '\0' ? deployedNodeOptions() : nodeOptions }) });
       const started = JSON.parse(await proc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string };
       await proc.waitForLine((l) => l.includes('"token obtained"'), 20_000);

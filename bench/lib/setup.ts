@@ -200,6 +200,26 @@ export function deployedNodeOptions(): string {
   return line ? line.slice('ENV NODE_OPTIONS='.length).trim() : '';
 }
 
+let nodeArgsOverride: string[] | undefined;
+/** Experiments: start the sidecar (and the tuned floor) with these options on node's command line (bench `--node-args`). */
+export function setNodeArgs(args: string): void {
+  nodeArgsOverride = args.split(' ').filter(Boolean);
+}
+
+/**
+ * The options on node's command line in the container image's ENTRYPOINT (between `node` and
+ * the script), so the sidecar runs as deployed: V8 flags read at start go there, as NODE_OPTIONS
+ * does not take them.
+ */
+export function deployedNodeArgs(): string[] {
+  if (nodeArgsOverride !== undefined) return nodeArgsOverride;
+  const line = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENTRYPOINT '));
+  if (!line) return [];
+  const argv = JSON.parse(line.slice('ENTRYPOINT '.length)) as string[];
+  const script = argv.findIndex((a) => a.endsWith('cli.js'));
+  return script > 1 ? argv.slice(1, script) : [];
+}
+
 /**
  * A reference proxy with a static header and none of the sidecar's features, with Node's default
  * V8 settings unless `extraEnv` says otherwise (startTunedFloor): `bare-http-proxy.mjs`, the
@@ -210,7 +230,9 @@ export async function startBare(
 ): Promise<ProxyProc & { readyMs: number }> {
   const env = proxyEnv({ UPSTREAM: up.url, CA_FILE: caFile, TOKEN: token, API_KEY: API_KEY, ...extraEnv });
   const name = script.replace(/\.mjs$/, '');
-  const proc = spawnManaged(name, process.execPath, [join(ROOT, 'bench', script)], { cpu: PROXY_CPU, env, cwd: ROOT });
+  // The tuned floor (SIDECAR_DIST) runs with the sidecar's node options too; the bare references with Node's defaults.
+  const args = extraEnv.SIDECAR_DIST ? deployedNodeArgs() : [];
+  const proc = spawnManaged(name, process.execPath, [...args, join(ROOT, 'bench', script)], { cpu: PROXY_CPU, env, cwd: ROOT });
   const line = await proc.waitForLine((l) => l.includes('"proxy":"ready"'), 15_000);
   return {
     name, pids: [proc.pid], port: (JSON.parse(line) as { port: number }).port, procs: [proc], stop: () => proc.stop(),
@@ -262,7 +284,7 @@ export async function startSidecar(
   const file = join(dir, `${label}.yaml`);
   writeFileSync(file, stringify(config), { mode: 0o600 });
   const env = proxyEnv({ NODE_OPTIONS: deployedNodeOptions() });
-  const proc = spawnManaged(label, process.execPath, [sidecarCli(), 'run', '--config', file], { cpu: PROXY_CPU, cwd: ROOT, env });
+  const proc = spawnManaged(label, process.execPath, [...deployedNodeArgs(), sidecarCli(), 'run', '--config', file], { cpu: PROXY_CPU, cwd: ROOT, env });
   const started = JSON.parse(await proc.waitForLine((l) => l.includes('"sidecar started"'), 20_000)) as { listen: string; admin: string };
   const port = Number(started.listen.split(':').pop());
   const adminPort = Number(started.admin.split(':').pop());
@@ -281,7 +303,7 @@ export async function startSidecar(
  * `script`, the same for a one-line program instead (the TLS-client floor: Node's trust store).
  */
 export async function nodeStartFloorMs(script = '0'): Promise<number> {
-  const proc = spawnManaged('node-e', process.execPath, ['-e', script], { cpu: PROXY_CPU, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
+  const proc = spawnManaged('node-e', process.execPath, [...deployedNodeArgs(), '-e', script], { cpu: PROXY_CPU, env: proxyEnv({ NODE_OPTIONS: deployedNodeOptions() }) });
   const code = await proc.exited;
   const ms = performance.now() - proc.spawnedAt;
   if (code !== 0) throw new Error(`node -e ${script} exited with ${String(code)}`);
