@@ -16,8 +16,13 @@ export interface Managed {
   readonly child: ChildProcess;
   /** performance.now() just before spawn. */
   readonly spawnedAt: number;
-  /** Recent stdout and stderr lines (bounded). */
+  /**
+   * Recent stdout and stderr lines: the last 2000 only, so neither its length nor a slice of it
+   * tells what arrived since some moment in a long run. Use `onLine` for that.
+   */
   readonly lines: string[];
+  /** Calls `listener` with every later stdout and stderr line, however many. */
+  onLine(listener: (line: string) => void): void;
   /** Resolves with the first line (already seen or future) matching `pred`; rejects on exit or timeout. */
   waitForLine(pred: (line: string) => boolean, timeoutMs: number): Promise<string>;
   readonly exited: Promise<number | null>;
@@ -45,7 +50,9 @@ export function spawnManaged(
   const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: opts.env ?? process.env, cwd: opts.cwd });
   const lines: string[] = [];
   const waiters = new Set<{ pred: (l: string) => boolean; resolve: (l: string) => void; reject: (e: Error) => void }>();
+  const listeners: Array<(line: string) => void> = [];
   const onLine = (line: string) => {
+    for (const l of listeners) l(line);
     lines.push(line);
     if (lines.length > MAX_LINES) lines.splice(0, lines.length - MAX_LINES);
     for (const w of waiters) {
@@ -71,6 +78,9 @@ export function spawnManaged(
   });
   const managed: Managed = {
     name, pid: child.pid ?? -1, child, spawnedAt, lines, exited,
+    onLine(listener) {
+      listeners.push(listener);
+    },
     waitForLine(pred, timeoutMs) {
       const seen = lines.find(pred);
       if (seen !== undefined) return Promise.resolve(seen);
