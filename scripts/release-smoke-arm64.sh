@@ -30,23 +30,10 @@ sysroots_cache="${XDG_CACHE_HOME:-$HOME/.cache}/b2b-sidecar/sysroots"
 suite=${RELEASE_SMOKE_SUITE:-bookworm}
 demo_pid=''
 
-cleanup() {
-  if [ -n "$demo_pid" ] && kill -0 "$demo_pid" 2>/dev/null; then
-    kill -KILL "$demo_pid" 2>/dev/null || true
-    wait "$demo_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
+smoke=release-smoke-arm64
+# shellcheck source=lib/smoke-steps.sh
+. "$repo/scripts/lib/smoke-steps.sh"
 trap cleanup EXIT
-
-step() { printf '\n== [%ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
-fail() {
-  printf 'release-smoke-arm64: FAIL: %s\n' "$*" >&2
-  for log in "$work"/*.out "$work"/*.err; do
-    [ -s "$log" ] && { printf -- '--- %s (last 30 lines)\n' "$log" >&2; tail -n 30 "$log" >&2; }
-  done
-  exit 1
-}
 # Seconds since the step began, to one decimal (the emulated runs' own times).
 timer() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }

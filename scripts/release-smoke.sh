@@ -27,23 +27,10 @@ roots_cache="${XDG_CACHE_HOME:-$HOME/.cache}/b2b-sidecar/roots"
 suite=${RELEASE_SMOKE_SUITE:-bookworm}
 demo_pid=''
 
-cleanup() {
-  if [ -n "$demo_pid" ] && kill -0 "$demo_pid" 2>/dev/null; then
-    kill -KILL "$demo_pid" 2>/dev/null || true   # unshare --kill-child takes the namespace with it
-    wait "$demo_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
+smoke=release-smoke
+# shellcheck source=lib/smoke-steps.sh
+. "$repo/scripts/lib/smoke-steps.sh"
 trap cleanup EXIT
-
-step() { printf '\n== [%ss] %s\n' "$(( $(date +%s) - started ))" "$*"; }
-fail() {
-  printf 'release-smoke: FAIL: %s\n' "$*" >&2
-  for log in "$work"/*.out "$work"/*.err; do
-    [ -s "$log" ] && { printf -- '--- %s (last 30 lines)\n' "$log" >&2; tail -n 30 "$log" >&2; }
-  done
-  exit 1
-}
 
 [ "$(id -u)" = 0 ] || fail "needs root (chroot, dpkg inside the roots)"
 for tool in mmdebstrap dpkg-deb unshare curl python3 sha256sum; do
