@@ -124,7 +124,7 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
     const { replayBufferTotalBytes, replayBodyLimitBytes, streamedUploadShare } = config.proxy;
-    // Each source's part of the budget: the same share as of the pool, and room for one whole copy.
+    // Each source's share of the budget, kept free for the others: the same share as of the pool, and room for one whole copy.
     const replayBudget = new ReplayBudget(replayBufferTotalBytes, Math.max(replayBodyLimitBytes, Math.floor(replayBufferTotalBytes * streamedUploadShare)));
     // The token gauges render the one status, as /readyz and /status do.
     const metrics: Metrics = createMetrics(registry, { status, replayHeldBytes: () => replayBudget.held }, build);

@@ -171,7 +171,7 @@ export const SIDECAR_METRICS = {
     labels: ['reason'], startAtZero: one(RETRY_REASONS),
   },
   replayCaptureDropped: {
-    name: 'b2b_sidecar_replay_capture_dropped_total', type: 'counter', help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit), proxy.replayBufferTotalBytes full (global_limit), or the source\'s share of it (proxy.streamedUploadShare) full (source_limit).',
+    name: 'b2b_sidecar_replay_capture_dropped_total', type: 'counter', help: 'Request bodies whose copy for a replay was given up: larger than proxy.replayBodyLimitBytes (request_limit), proxy.replayBufferTotalBytes full (global_limit), or the last share of it (proxy.streamedUploadShare), kept for other sources, needed by a source past its own (source_limit).',
     labels: ['reason'], startAtZero: one(DROP_REASONS),
   },
   connectionsRefused: {

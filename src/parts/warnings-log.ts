@@ -17,10 +17,15 @@ export function warningsLogPart(deps: Pick<PartDeps, 'clock' | 'logger'>, status
   const log = new WarningsLog(deps.logger);
   let timer: TimerHandle | undefined;
   const tick = () => {
-    const now = status();
-    // A drain reports no warnings (only that it shuts down): they have not cleared, so stop here.
-    if (now.state === 'shutting down') return;
-    log.observe(now.warnings);
+    try {
+      const now = status();
+      // A drain reports no warnings (only that it shuts down): they have not cleared, so stop here.
+      if (now.state === 'shutting down') return;
+      log.observe(now.warnings);
+    } catch (err) {
+      // A bare timer: a throw here would end the process, where /status would only answer 500.
+      deps.logger.error('the warnings log could not read the status', { reason: (err as Error).message });
+    }
     timer = clock.setTimeout(tick, WARNINGS_CHECK_MS);
   };
   return {

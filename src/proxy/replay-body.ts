@@ -79,11 +79,16 @@ export class ReplayHold {
     return this.#booked;
   }
 
-  /** Books `bytes` more; undefined when booked, else why not (nothing is booked then). */
+  /**
+   * Books `bytes` more; undefined when booked, else why not (nothing is booked then). A source past
+   * its share may still book while one share of the budget stays free for the others: the share
+   * binds only when another source could need that room, so a sidecar whose one client is a local
+   * app (one source) keeps most of the budget, and no source can take the last share.
+   */
   take(bytes: number): CaptureDropReason | undefined {
     if (this.#closed) return 'global_limit';
     if (this.total.held + bytes > this.capacity) return 'global_limit';
-    if (this.source.held + bytes > this.perSource) return 'source_limit';
+    if (this.source.held + bytes > this.perSource && this.total.held + bytes > this.capacity - this.perSource) return 'source_limit';
     this.source.held += bytes;
     this.total.held += bytes;
     this.#booked += bytes;

@@ -58,12 +58,18 @@ function alertOf(e: { code?: unknown; message?: unknown }): number | undefined {
  * for `prefix` (the route's config section, e.g. `service`).
  */
 export function clientCertificateRefusal(alert: ClientCertificateAlert, who: string, prefix: string): string {
-  if (alert.number === 0) {
-    return `${who} asked for a client certificate and closed the connection before answering (no TLS alert): it most likely refused the client certificate presented, or the lack of one; check ${prefix}.certFile and ${prefix}.keyFile with the vendor`;
-  }
   return alert.missing
     ? `${who} refused the connection without a client certificate (TLS alert: ${alert.name}): it requires mutual TLS; set ${prefix}.certFile and ${prefix}.keyFile to the pair the vendor issued`
     : `${who} refused the client certificate (TLS alert: ${alert.name}): check ${prefix}.certFile and ${prefix}.keyFile with the vendor (another CA, expired or revoked)`;
+}
+
+/**
+ * The words added to a reset or closed connection (`alert.number` 0: no alert) whose server had
+ * asked for a client certificate: a refusal is likely, but a server shedding load or restarting
+ * closes fresh connections the same way, so the failure keeps its own kind and only gains the hint.
+ */
+export function clientCertificateHint(prefix: string): string {
+  return `; the server had asked for a client certificate and closed the new connection before answering, with no TLS alert: if this persists, check ${prefix}.certFile and ${prefix}.keyFile with the vendor`;
 }
 
 /**
@@ -88,12 +94,25 @@ export function askedForClientCertificate(socket: unknown): boolean {
   }
 }
 
+/** Whether the socket negotiated TLS 1.3 (ask while the connection is open). */
+export function negotiatedTls13(socket: unknown): boolean {
+  const tls = socket as { getProtocol?: () => string | null } | null | undefined;
+  try {
+    return typeof tls?.getProtocol === 'function' && tls.getProtocol() === 'TLSv1.3';
+  } catch {
+    return false;
+  }
+}
+
 /**
  * For a connection that ended with an error: when its server had asked for a client certificate
  * (`asked`) and not one byte of answer came, the refusal of a server that closes without an alert,
  * as an error to keep as the cause; else undefined.
  */
-export function closedAfterCertificateRequest(socket: unknown, asked = askedForClientCertificate(socket)): Error | undefined {
-  if (!asked || (socket as { bytesRead?: number } | null | undefined)?.bytesRead !== 0) return undefined;
+export function closedAfterCertificateRequest(
+  socket: unknown, asked = askedForClientCertificate(socket), tls13 = negotiatedTls13(socket),
+): Error | undefined {
+  // Under TLS 1.2 a refusal always comes as an alert inside the handshake: no guess is needed there.
+  if (!asked || !tls13 || (socket as { bytesRead?: number } | null | undefined)?.bytesRead !== 0) return undefined;
   return Object.assign(new Error('closed after asking for a client certificate'), { code: CLOSED_AFTER_CERTIFICATE_REQUEST });
 }

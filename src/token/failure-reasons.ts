@@ -22,7 +22,7 @@ export function failureReason(failure: GentokenCause, detail: string, retryAfter
       return 'gentoken refused (HTTP 403): this host\'s egress address is most likely not on the vendor\'s allow list; give the vendor\'s support team the egress address';
     case 'tls':
       // A refused handshake (a client certificate required) or a key Node refuses is no trust problem.
-      if (/client certificate \(|client certificate and closed/.test(detail)) return detail.replace(/^TLS: /, '');
+      if (/^TLS: the auth server refused the (client certificate|connection without a client certificate) \(TLS alert/.test(detail)) return detail.replace(/^TLS: /, '');
       return /refused the handshake|KEY_TOO_SMALL/.test(detail) ? `auth server TLS handshake failed: ${detail}` : `auth server certificate not trusted: ${detail}`;
     case 'dns': return 'auth server name not found (DNS); check service.baseUrl and this host\'s resolver';
     case 'connection_refused': return 'auth server refused the connection; check service.baseUrl and the egress path';

@@ -1,6 +1,6 @@
 import { clampDelay, systemClock, type Clock } from '../shared/clock.js';
 import { ClientGone, type UpstreamResponse } from '../upstream/engine.js';
-import { clientCertificateAlert, clientCertificateRefusal } from '../shared/tls-alert.js';
+import { clientCertificateAlert, clientCertificateHint, clientCertificateRefusal } from '../shared/tls-alert.js';
 import type { TrustedCas } from '../shared/tls.js';
 import { undiciConnect, type Egress } from '../upstream/egress.js';
 import { EgressProxyError } from '../upstream/connect-tunnel.js';
@@ -303,7 +303,13 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
   // Before the codes: under TLS 1.3 the refusal comes after the handshake, wrapped in a socket error.
   const alert = clientCertificateAlert(err);
-  if (alert) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls' });
+  if (alert && alert.number !== 0) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls' });
+  const failure = failureByCode(err);
+  // No alert, only a close after a certificate request: the failure keeps its kind and gains the hint.
+  return alert ? new TokenRequestError(failure.message + clientCertificateHint('service'), { cause: err, kind: failure.kind }) : failure;
+}
+
+function failureByCode(err: unknown): TokenRequestError {
   const code = weakKeyCode(err) ?? (err as { code?: string } | undefined)?.code;
   if (code && DNS_CODE.test(code)) return new TokenRequestError(`auth server unreachable: ${code}`, { cause: err, kind: 'dns' });
   if (code === 'ECONNREFUSED') return new TokenRequestError('auth server unreachable: ECONNREFUSED', { cause: err, kind: 'connection_refused' });

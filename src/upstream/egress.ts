@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import type { Agent as HttpsAgent } from 'node:https';
 import type { SecureContext } from 'node:tls';
 import { tlsContext, type ClientCertificatePem, type TrustedCas } from '../shared/tls.js';
-import { askedForClientCertificate, closedAfterCertificateRequest } from '../shared/tls-alert.js';
+import { askedForClientCertificate, closedAfterCertificateRequest, negotiatedTls13 } from '../shared/tls-alert.js';
 // undici's own connector, imported file by file like undici-core.ts (so the bundle holds it).
 import connectModule from 'undici/lib/core/connect.js';
 import { EgressProxyError, openTunnel, type TunnelFailure } from './connect-tunnel.js';
@@ -119,12 +119,13 @@ function keepingTlsAlerts(connect: UndiciConnector): UndiciConnector {
       let alert: Error | undefined;
       // Asked now: by the time undici reports the close, the TLS handle is gone.
       const asked = askedForClientCertificate(socket);
+      const tls13 = negotiatedTls13(socket);
       socket.prependListener('error', (e: Error & { code?: string; cause?: unknown }) => {
         if (/^ERR_SSL_.*_ALERT_/.test(e.code ?? '')) alert ??= e;
         else if (e.code === 'UND_ERR_SOCKET' && e.cause === undefined) {
           // Not one byte of answer on a connection whose server asked for a certificate: the
           // refusal of a server that closes without an alert (Node's own TLS server does).
-          const cause = alert ?? closedAfterCertificateRequest(socket, asked);
+          const cause = alert ?? closedAfterCertificateRequest(socket, asked, tls13);
           if (cause) e.cause = cause;
         }
       });

@@ -1,5 +1,5 @@
 import { SidecarError } from '../shared/errors.js';
-import { clientCertificateAlert, clientCertificateRefusal } from '../shared/tls-alert.js';
+import { clientCertificateAlert, clientCertificateHint, clientCertificateRefusal } from '../shared/tls-alert.js';
 
 /** What a client is told when the upstream exchange fails before response headers. */
 export interface ErrorAnswer {
@@ -24,8 +24,13 @@ export function answerForUpstreamError(err: unknown, route = 'service'): ErrorAn
   }
   // Before the codes: under TLS 1.3 the refusal arrives after the handshake, as a reset or a closed socket.
   const alert = clientCertificateAlert(err);
-  if (alert) return { status: 502, message: clientCertificateRefusal(alert, 'the service', route) };
-  const code = errorCode(err);
+  if (alert && alert.number !== 0) return { status: 502, message: clientCertificateRefusal(alert, 'the service', route) };
+  const answer = answerByCode(errorCode(err));
+  // No alert, only a close after a certificate request: the failure as it is, with the hint.
+  return alert ? { status: answer.status, message: answer.message + clientCertificateHint(route) } : answer;
+}
+
+function answerByCode(code: string): ErrorAnswer {
   if (TIMEOUT_CODES.has(code)) return { status: 504, message: 'the service did not answer in time' };
   if (REFUSED_CODES.has(code)) return { status: 502, message: 'the service refused the connection' };
   if (RESET_CODES.has(code)) return { status: 502, message: 'the connection to the service was reset' };

@@ -77,6 +77,25 @@ describe('the warnings log, fed from the status', () => {
     assert.equal(log.lines().length, 1, 'no check after stop');
   });
 
+  it('a status that throws is logged and the checks go on (a throw from a bare timer would end the process)', () => {
+    const clock = new FakeClock();
+    const log = createCaptureLogger();
+    const s = scripted();
+    let broken = true;
+    const part = warningsLogPart({ clock, logger: log.logger }, () => {
+      if (broken) throw new Error('token view unavailable');
+      return s.status();
+    });
+    part.start();
+    clock.advance(WARNINGS_CHECK_MS);
+    assert.deepEqual(logged(log), ['error the warnings log could not read the status: undefined']);
+    broken = false;
+    s.now.warnings = [STUCK(5)];
+    clock.advance(WARNINGS_CHECK_MS);
+    assert.deepEqual(logged(log).slice(1), [`warn warning raised: ${STUCK(5)}`]);
+    part.stop?.();
+  });
+
   it('recognises a warning by its text without numbers and times', () => {
     assert.equal(shapeOf(SUPERSEDED(3, '2026-11-22T12:00:01.000Z')), shapeOf(SUPERSEDED(12, '2026-11-23T08:10:59.123Z')));
     assert.equal(shapeOf(STUCK(5)), shapeOf(STUCK(125)));

@@ -85,7 +85,8 @@ describe('ReplayTee', () => {
   });
 
   it('drops its copy at its source\'s share of the budget (source_limit) while another source still copies', async () => {
-    const budget = new ReplayBudget(1 << 20, 64_000);
+    // A share of 64,000 of 128,000: past its share, a source may not take the room the others keep.
+    const budget = new ReplayBudget(128_000, 64_000);
     const drops: CaptureDropReason[] = [];
     const first = request();
     const held = new ReplayTee(first, 1 << 20, budget.open('10.0.0.1'), assert.fail);
@@ -115,6 +116,21 @@ describe('ReplayTee', () => {
 });
 
 describe('ReplayBudget', () => {
+  it('lets one source past its share while a share stays free for the others (a sidecar with one local client keeps most of the budget)', () => {
+    const budget = new ReplayBudget(100, 25);
+    const a = budget.open('127.0.0.1');
+    assert.equal(a.take(30), undefined, 'past its share of 25: the others still have 70');
+    assert.equal(a.take(45), undefined, '75 held: exactly one share left');
+    assert.equal(a.take(1), 'source_limit', 'the last share is the others\'');
+    const b = budget.open('127.0.0.2');
+    assert.equal(b.take(25), undefined);
+    assert.equal(b.take(1), 'global_limit');
+    a.close();
+    b.close();
+    assert.equal(budget.held, 0);
+    assert.equal(budget.sources, 0);
+  });
+
   it('books per source and in total, and gives back exactly what each hold booked, once', () => {
     const budget = new ReplayBudget(100, 60);
     const a1 = budget.open('a');

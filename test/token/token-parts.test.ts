@@ -52,6 +52,9 @@ describe('gentoken failure reasons', () => {
     assert.match(failureReason('refused', '', 0), /^gentoken refused \(HTTP 403\)/);
     assert.match(failureReason('tls', 'TLS: UNABLE_TO_VERIFY_LEAF_SIGNATURE: unable to verify the first certificate; check service.caFile', 0), /^auth server certificate not trusted: TLS: UNABLE/);
     assert.match(failureReason('tls', 'TLS: ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE: the server refused the handshake: it may require a client certificate', 0), /^auth server TLS handshake failed: /, 'a refused handshake is no trust problem');
+    // The whole message as the token client words it (it names a client certificate too).
+    assert.match(failureReason('tls', 'TLS: ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE: the server refused the handshake: it may require a client certificate (mutual TLS: set service.certFile and service.keyFile) or accept none of this client\'s TLS versions and ciphers', 0), /^auth server TLS handshake failed: /);
+    assert.match(failureReason('tls', 'TLS: the auth server refused the client certificate (TLS alert: unknown ca): check service.certFile and service.keyFile with the vendor (another CA, expired or revoked)', 0), /^the auth server refused the client certificate/);
     assert.match(failureReason('tls', 'TLS: EE_KEY_TOO_SMALL: the key is too small; only the vendor can replace it', 0), /^auth server TLS handshake failed: /);
   });
 });
