@@ -202,11 +202,6 @@ export class TokenManager implements TokenView {
     return this.#flow.warnings();
   }
 
-  /** True while `token.attach` is suspect (the `b2b_sidecar_attach_suspect` gauge). */
-  attachSuspect(): boolean {
-    return this.#flow.attachSuspect();
-  }
-
   /** Credentials changed: obtain a token with the new ones; if rejected, keep the old token. Never rejects. */
   async rotate(): Promise<void> {
     if (!this.#started || this.#stopped) return;

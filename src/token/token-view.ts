@@ -13,8 +13,6 @@ export interface TokenView {
   liveness(): { live: boolean; reason?: string };
   /** Non-fatal conditions beside the verdict (a new array each call). */
   warnings(): string[];
-  /** True while `token.attach` is suspect. */
-  attachSuspect(): boolean;
   /** The token's part of the one status. */
   view(): TokenStatus;
 }

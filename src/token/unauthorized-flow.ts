@@ -179,11 +179,6 @@ export class UnauthorizedFlow {
     return form === undefined ? [] : [this.#signals.suspectWarning(form, this.#rules.suspectPath ?? '/')];
   }
 
-  /** True while `token.attach` is suspect. */
-  attachSuspect(): boolean {
-    return this.#rules.suspect !== undefined;
-  }
-
   /** While `token.attach` is suspect: the evidence and the path to probe. */
   suspect(): { evidence: SuspectForm; path: string } | undefined {
     const form = this.#rules.suspect;
