@@ -17,7 +17,7 @@ import { LOAD_TOOL, runLoad, type LoadResult } from './lib/load.js';
 import { cpuMicros, machineTicks, MB, privateMemory, privatePeakSampler, statusBytes, sumStatus, type PrivateMemory } from './lib/proc.js';
 import { REPLAY_CONFIGS, runReplayRound, type ReplayConfig, type ReplaySample } from './lib/replay-post.js';
 import {
-  API_KEY, deployedNodeArgs, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeArgs, setNodeOptions, sidecarCli, startBare, TLS_CLIENT_FLOOR_SCRIPT, startNginx, startSidecar, startTunedFloor, startUpstream,
+  API_KEY, deployedNodeArgs, deployedNodeOptions, NGINX_BIN, nodeStartFloorMs, prepareTls, ROOT, setDistDir, setNodeArgs, setNodeOptions, sidecarCli, startBare, TLS_CLIENT_FLOOR_SCRIPT, startNginx, startNodeAlone, startSidecar, startTunedFloor, startUpstream,
   touch, type Engine, type ProxyProc, type SidecarProc, type Upstream,
 } from './lib/setup.js';
 import { HAS_TASKSET, pinSelf, stopAll } from './lib/spawn.js';
@@ -124,7 +124,7 @@ interface Sample {
 }
 
 /** Idle memory of a sidecar per engine, and of the bare undici proxy as the floor. */
-interface IdleResult { name: Engine | 'bare-undici' | 'bare-undici-tuned'; seconds: number; rss?: number; priv?: PrivateMemory; error?: string }
+interface IdleResult { name: Engine | 'bare-undici' | 'bare-undici-tuned' | 'node-alone'; seconds: number; rss?: number; priv?: PrivateMemory; error?: string }
 interface RotationResult { engine: Engine; load?: LoadResult; gentoken?: number; unauthorized?: number; expired?: number; error?: string }
 interface StreamRun { engine: Engine; down?: StreamResult; up?: StreamResult; error?: string }
 
@@ -192,16 +192,19 @@ async function main(): Promise<number> {
 
     // Idle RSS: one sidecar per engine started now, a few requests, then left alone; sampled
     // after idleSeconds while the rest of the benchmark runs on the other processes.
-    // The bare undici proxy idles alongside as the floor: the same job without the sidecar's features.
+    // The bare undici proxy idles alongside as the floor: the same job without the sidecar's features;
+    // and Node alone (an HTTP server answering itself), the runtime's own share.
     if (opts.idleSeconds > 0) {
       const idlers: Array<IdleResult['name']> = [
+        'node-alone',
         ...(configs.includes('bare-undici') ? ['bare-undici' as const] : []),
         ...(configs.includes('bare-undici-tuned') ? ['bare-undici-tuned' as const] : []),
         ...(haveDist ? ENGINES.filter((e) => configs.includes(engineConfig(e))) : []),
       ];
       for (const name of idlers) {
         try {
-          const proc = name === 'bare-undici' ? await startBare(up, caFile, token, 'bare-undici.mjs')
+          const proc = name === 'node-alone' ? await startNodeAlone()
+            : name === 'bare-undici' ? await startBare(up, caFile, token, 'bare-undici.mjs')
             : name === 'bare-undici-tuned' ? await startTunedFloor(up, caFile, token)
             : await startSidecar(join(work, 'idle'), up, caFile, name, `idle-${name}`);
           await touch(proc.port, '/pub/b2b/v1/json1k', 10);
@@ -486,11 +489,16 @@ function renderReport(r: ReportInput): { markdown: string; failures: number } {
 
   // Idle memory, next to the floor (the bare undici proxy idling just as long).
   if (r.idle.length) {
-    lines.push(`| idle after ${opts.idleSeconds} s (10 requests, then nothing) | RSS MB | private: RssAnon MB | private: USS MB |`, '|---|---:|---:|---:|');
+    // "Over Node alone": what a process adds to the runtime's own idle memory, comparable across runtimes.
+    const alone = r.idle.find((i) => i.name === 'node-alone' && !i.error);
+    const over = (a?: number, b?: number) => (a !== undefined && b !== undefined ? `${a >= b ? '+' : ''}${fmt((a - b) / MB, 1)}` : '—');
+    lines.push(`| idle after ${opts.idleSeconds} s (10 requests, then nothing) | RSS MB | private: RssAnon MB | private: USS MB | over Node alone: RSS / RssAnon MB |`, '|---|---:|---:|---:|---:|');
     for (const id of r.idle) {
-      const label = id.name === 'bare-undici' || id.name === 'bare-undici-tuned' ? LABEL[id.name] : LABEL[engineConfig(id.name)];
-      lines.push(id.error ? `| ${label} | error: ${id.error} | | |`
-        : `| ${label} | ${id.rss === undefined ? '—' : fmt(id.rss / MB, 1)} | ${id.priv ? fmt(id.priv.rssAnon / MB, 1) : '—'} | ${id.priv ? fmt(id.priv.uss / MB, 1) : '—'} |`);
+      const label = id.name === 'node-alone' ? 'Node alone (node:http answering itself; the sidecar\'s node options)'
+        : id.name === 'bare-undici' || id.name === 'bare-undici-tuned' ? LABEL[id.name] : LABEL[engineConfig(id.name)];
+      lines.push(id.error ? `| ${label} | error: ${id.error} | | | |`
+        : `| ${label} | ${id.rss === undefined ? '—' : fmt(id.rss / MB, 1)} | ${id.priv ? fmt(id.priv.rssAnon / MB, 1) : '—'} | ${id.priv ? fmt(id.priv.uss / MB, 1) : '—'} | ` +
+          `${id === alone ? '' : `${over(id.rss, alone?.rss)} / ${over(id.priv?.rssAnon, alone?.priv?.rssAnon)}`} |`);
     }
     lines.push('', 'RssAnon (/proc/PID/status) is the process\'s anonymous memory: heaps, stacks, native buffers. USS (/proc/PID/smaps_rollup Private_Clean + Private_Dirty) ' +
       'adds file pages no other process maps, so it depends on how many other node processes run on the machine (here several); file pages of the node binary shared by every ' +

@@ -10,7 +10,7 @@
  * V8 worker thread shows as one; bench/HISTORY.md, Node 24).
  *
  *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
- *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set where the sidecar tunes V8)]
+ *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set right after the sidecar's own, so they override them)]
  *     [--node-args "..." (options on node's command line, before the script: V8 flags there are read at
  *     start, at the price of Node's code caches)]
  */
@@ -39,10 +39,10 @@ setDistDir(arg('--dist', join(ROOT, 'dist')));
 
 const PROBE = `
 import v8 from 'node:v8';
-// --v8-flags: set right after the sidecar's own first V8 flag, i.e. where it tunes V8.
+// --v8-flags: set right after the sidecar's own wasm and heap flags, i.e. where it tunes V8.
 const extra = ${JSON.stringify(v8Flags)}.split(' ').filter(Boolean);
 const set = v8.setFlagsFromString;
-v8.setFlagsFromString = (flag) => { set(flag); if (flag === '--liftoff-only') for (const x of extra) set(x); };
+v8.setFlagsFromString = (flag) => { set(flag); if (flag.startsWith('--heap-growing-percent')) for (const x of extra) set(x); };
 process.on('SIGUSR2', () => {
   const m = process.memoryUsage();
   const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((s) => [s.space_name, { size: s.space_size, used: s.space_used_size }]));

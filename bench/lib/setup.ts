@@ -249,6 +249,18 @@ export function startTunedFloor(up: Upstream, caFile: string, token: string): Pr
   return startBare(up, caFile, token, 'bare-undici.mjs', { SIDECAR_DIST: distDir, NODE_OPTIONS: deployedNodeOptions() });
 }
 
+/**
+ * The runtime alone: bare-http-server.mjs (node:http answering 1 KiB itself, no TLS, no undici) with
+ * the sidecar's node options and command line. An idle row next to the sidecar's, so that a report
+ * separates what the runtime costs from what the sidecar adds to it (bench/HISTORY.md, Node 24).
+ */
+export async function startNodeAlone(): Promise<ProxyProc> {
+  const env = proxyEnv({ NODE_OPTIONS: deployedNodeOptions() });
+  const proc = spawnManaged('node-alone', process.execPath, [...deployedNodeArgs(), join(ROOT, 'bench', 'bare-http-server.mjs')], { cpu: PROXY_CPU, env, cwd: ROOT });
+  const line = await proc.waitForLine((l) => l.includes('"server":"ready"'), 15_000);
+  return { name: 'node-alone', pids: [proc.pid], port: (JSON.parse(line) as { port: number }).port, procs: [proc], stop: () => proc.stop() };
+}
+
 export interface SidecarProc extends ProxyProc {
   adminPort: number;
   /** Spawn to first /readyz 200, ms. */
