@@ -19,7 +19,7 @@ const roundsAt = process.argv.indexOf('--rounds');
 const rounds = roundsAt >= 0 ? Number(process.argv[roundsAt + 1]) : 4;
 const VARIANTS = ['', 'liftoff', 'young', 'growth', 'liftoff,young,growth'];
 const LABEL: Record<string, string> = {
-  '': 'none (Node\'s defaults)', liftoff: '`--liftoff-only`', young: 'young generation capped', growth: 'old space grows 20 %', 'liftoff,young,growth': 'all three (as shipped)',
+  '': 'none (Node\'s defaults)', liftoff: 'wasm on the baseline tier (`WASM_BASELINE_ONLY_FLAGS`)', young: 'young generation capped', growth: 'old space grows 20 %', 'liftoff,young,growth': 'all three (as shipped)',
 };
 
 async function main() {

@@ -16,6 +16,6 @@ if (!dist) {
 await import('./bare-undici.mjs');
 const { setFlagsFromString } = await import('node:v8');
 const tuning = await import(`${sidecarModules(dist)}/shared/v8-tuning.js`);
-if (tune.includes('liftoff')) setFlagsFromString('--liftoff-only');
+if (tune.includes('liftoff')) for (const flag of tuning.WASM_BASELINE_ONLY_FLAGS) setFlagsFromString(flag);
 if (tune.includes('growth')) setFlagsFromString(`--heap-growing-percent=${tuning.OLD_SPACE_GROWTH_PERCENT}`);
 if (tune.includes('young')) tuning.capYoungGeneration(tuning.YOUNG_GENERATION_CAP_BYTES);

@@ -10,6 +10,7 @@
  * V8 worker thread shows as one; bench/HISTORY.md, Node 24).
  *
  *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
+ *     [--stream-mib N (before the loads, one N MiB download and upload through it, as the benchmark's streaming part)]
  *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set right after the sidecar's own, so they override them)]
  *     [--node-args "..." (options on node's command line, before the script: V8 flags there are read at
  *     start, at the price of Node's code caches)]
@@ -20,6 +21,7 @@ import { join } from 'node:path';
 import { runLoad } from './lib/load.js';
 import { kbFields, MB, smapsByKind } from './lib/proc.js';
 import { API_KEY, deployedNodeOptions, PASSWORD, prepareTls, proxyEnv, ROOT, setDistDir, sidecarCli, sleep, startUpstream, touch } from './lib/setup.js';
+import { streamThrough } from './lib/stream.js';
 import { pinSelf, PROXY_CPU, spawnManaged, stopAll, type Managed } from './lib/spawn.js';
 import { stringify } from 'yaml';
 
@@ -31,6 +33,7 @@ const arg = (name: string, def: string) => {
 const engine = arg('--engine', 'undici');
 const idleSeconds = Number(arg('--idle-seconds', '30'));
 const loadSeconds = Number(arg('--seconds', '5'));
+const streamMiB = Number(arg('--stream-mib', '0'));
 const bare = args.includes('--bare');
 const nodeOptions = arg('--node-options', '\0');
 const v8Flags = arg('--v8-flags', '');
@@ -108,6 +111,13 @@ async function main() {
     await touch(port, '/pub/b2b/v1/json1k', 10);
     await sleep(idleSeconds * 1000);
     await sample(proc, `after 10 requests and ${idleSeconds} s idle`);
+    if (streamMiB > 0) {
+      // As the benchmark's streaming part: one transfer each way, RSS sampled every 25 ms.
+      for (const direction of ['down', 'up'] as const) {
+        const r = await streamThrough(port, proc.pid, direction, streamMiB * 1024 * 1024, 300_000);
+        await sample(proc, `right after streaming ${streamMiB} MiB ${direction}: ${r.ok ? 'ok' : r.detail}, RSS growth ${((r.rssPeak - r.rssBefore) / MB).toFixed(1)} MB`);
+      }
+    }
     await runLoad({ url: `http://127.0.0.1:${port}/pub/b2b/v1/json1k`, connections: 50, seconds: loadSeconds }, work);
     await sample(proc, `right after ${loadSeconds} s of GET at 50 connections`);
     await runLoad({ url: `http://127.0.0.1:${port}/pub/b2b/v1/echo`, method: 'POST', bodyBytes: 4096, connections: 50, seconds: loadSeconds }, work);

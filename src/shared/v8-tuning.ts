@@ -12,21 +12,30 @@ export const YOUNG_GENERATION_CAP_BYTES = 8 * 1024 * 1024;
 /**
  * The same cap as a start option: `--max-semi-space-size` (in MB, per semi-space) is the one V8
  * heap flag Node accepts in NODE_OPTIONS and, from Node 24, it leaves the built-in code cache and
- * ours in use. Given at start it is exact on every runtime; the watcher below only approximates it
- * (V8 13 and later grow the young generation by pages past the target, and V8 14 sizes it
- * dynamically, ignoring the growth factor), and V8's own default on Node 24 lets it reach 128 MB.
+ * ours in use. Given at start it holds on every runtime (V8 13 now and then reports one 256 KB
+ * page more); the watcher below only approximates it (V8 13 and later grow the young generation
+ * by pages past the target, and V8 14 sizes it dynamically, ignoring the growth factor), and V8's
+ * own default on Node 24 lets it reach 128 MB.
  * The container image and the systemd unit set it; any other launch gets the watcher alone.
  */
 export const YOUNG_GENERATION_NODE_OPTION = `--max-semi-space-size=${YOUNG_GENERATION_CAP_BYTES / 2 / 1024 / 1024}`;
 
 /**
- * Budget (V8's rough count of bytes executed) before a WebAssembly function is recompiled with
- * the optimising compiler: the largest V8 accepts, so llhttp stays on Liftoff. From V8 13 (Node 24)
- * `--liftoff-only` set after start no longer reaches the wasm engine, and the optimising
- * recompilation of undici's llhttp at the first requests cost a ~20 MB resident spike and ~10 MB
- * kept in a V8 worker thread's malloc arena (bench/HISTORY.md, Node 24).
+ * Keeps WebAssembly on V8's baseline compiler (Liftoff). undici parses HTTP/1.1 with llhttp
+ * compiled to WebAssembly, and once its parser function has run long enough V8 recompiles it with
+ * its optimising compiler on a worker thread: a ~20 MB resident spike and ~10 MB kept for good in
+ * that thread's malloc arena, for no measurable gain per request (bench/results/findings.md 11
+ * and 24; bench/HISTORY.md, Node 24). A module takes these when it is compiled: undici compiles
+ * llhttp at its first connection, after they are set.
+ * - `--liftoff-only` was enough up to V8 12 (Node 22). From V8 13 (Node 24), set after start, it
+ *   no longer stops the recompilation, and neither does any tiering budget: llhttp's parser is one
+ *   large function whose loop spends even the largest budget V8 takes under load.
+ * - `--no-wasm-dynamic-tiering` with `--no-wasm-tier-up`: what V8's own Liftoff-only tests set.
+ *   Together they create modules that never tier up; either alone does not (without dynamic
+ *   tiering but with tier-up, V8 recompiles eagerly).
+ * test/shared/v8-tuning.test.ts shows it on each runtime with V8's own tier query.
  */
-export const WASM_TIERING_BUDGET = 2_147_483_647;
+export const WASM_BASELINE_ONLY_FLAGS = ['--liftoff-only', '--no-wasm-dynamic-tiering', '--no-wasm-tier-up'] as const;
 
 /**
  * Old-space growth between full collections, as a percentage of what survived the last one.
@@ -44,17 +53,12 @@ export const OLD_SPACE_GROWTH_PERCENT = 20;
  * modules, which then load ~3× slower. That happens for flags given on the command line or in
  * NODE_OPTIONS too, which is why these are not set there — and why the young generation is capped
  * by watching it rather than with `--max-semi-space-size`, which V8 reads only at start.
- * - `--liftoff-only` (Node 22) and `--wasm-tiering-budget` (Node 24 and later, see
- *   WASM_TIERING_BUDGET): undici parses HTTP/1.1 with llhttp compiled to WebAssembly, and V8's
- *   optimising tier recompiled that module in the background after the first requests: a ~35 MB
- *   resident-memory spike and ~9 MB kept, for no measurable gain per request. Wasm flags are read
- *   at compile time, i.e. at the first connection.
+ * - WASM_BASELINE_ONLY_FLAGS: undici's llhttp stays on V8's baseline compiler.
  * - `--heap-growing-percent`: read each time V8 sets the next full collection's threshold.
  * - the young-generation cap: see capYoungGeneration.
  */
 export function tuneV8ForServing(): void {
-  setFlagsFromString('--liftoff-only');
-  setFlagsFromString(`--wasm-tiering-budget=${WASM_TIERING_BUDGET}`);
+  for (const flag of WASM_BASELINE_ONLY_FLAGS) setFlagsFromString(flag);
   setFlagsFromString(`--heap-growing-percent=${OLD_SPACE_GROWTH_PERCENT}`);
   capYoungGeneration(YOUNG_GENERATION_CAP_BYTES);
 }
@@ -64,7 +68,7 @@ export function tuneV8ForServing(): void {
  * `capBytes`, then stops its growth; once V8 shrinks it again (an idle process), growth is allowed
  * again. `--semi-space-growth-factor` is read at every scavenge, so switching it after each
  * collection (a `gc` performance entry: a few per second under load) holds the size near the cap
- * (exactly on V8 12, Node 22; a few pages past it on V8 13; V8 14 ignores the factor): the exact
+ * (exactly on V8 12, Node 22; a few pages past it on V8 13; V8 14 ignores the factor): the
  * cap is YOUNG_GENERATION_NODE_OPTION at start, and with it this watcher has nothing to do.
  * Best effort: the entries arrive after the event-loop turn, so a turn that allocates more than two
  * semi-spaces can grow it one or more doublings past the cap, where it then stays until V8 shrinks

@@ -58,6 +58,8 @@ describe('command line', () => {
     );
     assert.equal(run.code, 2);
     assert.match(run.stderr, /^v8 flags: --liftoff-only \(tls loaded: true\)$/m);
+    assert.match(run.stderr, /^v8 flags: --no-wasm-dynamic-tiering \(tls loaded: true\)$/m);
+    assert.match(run.stderr, /^v8 flags: --no-wasm-tier-up \(tls loaded: true\)$/m);
     assert.match(run.stderr, /^v8 flags: --heap-growing-percent=20 \(tls loaded: true\)$/m);
   });
 
