@@ -54,6 +54,10 @@ if (process.argv[2] === '--child') {
 } else {
   const at = process.argv.indexOf('--rounds');
   const rounds = at >= 0 ? Number(process.argv[at + 1]) : 5;
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    process.stderr.write('--rounds must be a whole number ≥ 1\n');
+    process.exit(2);
+  }
   const taskset = (() => { try { execFileSync('taskset', ['-c', '1', 'true']); return true; } catch { return false; } })();
   const run = (mode) => Number(execFileSync(taskset ? 'taskset' : process.execPath,
     [...(taskset ? ['-c', '1', process.execPath] : []), fileURLToPath(import.meta.url), '--child', mode], { encoding: 'utf8' }));

@@ -11,7 +11,7 @@
  *
  *   npm run build && node --import tsx bench/memory.ts [--engine undici|http-proxy] [--idle-seconds S] [--seconds S] [--dist DIR] [--replay-off] [--bare (the bare undici floor instead)]
  *     [--stream-mib N (before the loads, one N MiB download and upload through it, as the benchmark's streaming part)]
- *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set right after the sidecar's own, so they override them)]
+ *     [--node-options "..." (the sidecar's NODE_OPTIONS instead of the Dockerfile's)] [--v8-flags "..." (more V8 flags, set right after the sidecar's own, so they override them; not with --bare)]
  *     [--node-args "..." (options on node's command line, before the script: V8 flags there are read at
  *     start, at the price of Node's code caches)]
  */
