@@ -1,5 +1,6 @@
 import { compileAttachments, rewriteCookie, rewriteQuery, type AttachVars } from '../proxy/attach.js';
 import type { Attachment } from '../config/schema.js';
+import { DIAGNOSTIC_BODY_DROPPED, DIAGNOSTIC_HEADER, DIAGNOSTIC_REDACTED } from '../proxy/diagnostic-answer.js';
 import { ClientGone, type ProxyEngine } from '../upstream/engine.js';
 import type { DoctorStep } from './doctor-report.js';
 
@@ -13,6 +14,12 @@ export interface ProbeTarget {
   vars: AttachVars;
   /** Scrubs every secret from text the service sent back (run before anything is cut). */
   redact: (text: string) => string;
+  /**
+   * Through a running sidecar: ask it to scrub the token it attached (which doctor never sees)
+   * from the answer it relays, and show nothing of an answer it did not confirm as scrubbed
+   * (proxy/diagnostic-answer.ts; docs/security.md).
+   */
+  viaSidecar?: boolean;
 }
 
 /** What the service answered to one probe GET. */
@@ -28,6 +35,8 @@ export interface ProbeAnswer {
   location?: string;
   /** `Retry-After` as sent (a 429, a 503): the service asks to come back later. */
   retryAfter?: string;
+  /** Why nothing of the answer but its status is shown (a sidecar that did not redact it). */
+  withheld?: string;
 }
 
 const MAX_BODY = 16 * 1024;
@@ -42,6 +51,7 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
   const compiled = compileAttachments(attach);
   const prepared = compiled.prepare(target.vars);
   const headers: Record<string, string> = { accept: 'application/json' };
+  if (target.viaSidecar) headers[DIAGNOSTIC_HEADER] = '1';
   for (const [name, value] of prepared.headers) headers[name] = value;
   const cookie = rewriteCookie(undefined, compiled.cookieNames, prepared.cookie);
   if (cookie) headers.cookie = cookie;
@@ -52,8 +62,18 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
     body: undefined,
     signal: new ClientGone(),
   });
-  const body = await res.body.readAll(MAX_BODY).catch(() => undefined);
   const answer: ProbeAnswer = { status: res.status };
+  if (target.viaSidecar) {
+    const said = res.headers[DIAGNOSTIC_HEADER];
+    if (said !== DIAGNOSTIC_REDACTED) {
+      res.body.destroy();
+      answer.withheld = said === DIAGNOSTIC_BODY_DROPPED
+        ? 'the answer was too large or compressed for the running sidecar to redact; only its status is shown'
+        : 'the running sidecar did not confirm that it removed the token it attached from the answer (an older version?); only the status is shown';
+      return answer;
+    }
+  }
+  const body = await res.body.readAll(MAX_BODY).catch(() => undefined);
   // Redacted before anything is cut: a cut first can leave a prefix of an echoed token.
   const text = body ? target.redact(body.toString('utf8')) : '';
   const message = text && errorMessage(text);
@@ -63,9 +83,9 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
   const challenge = res.headers['www-authenticate'];
   if (challenge !== undefined) answer.challenge = oneLine(target.redact(Array.isArray(challenge) ? challenge.join(', ') : challenge)).slice(0, MAX_EXCERPT);
   const retryAfter = res.headers['retry-after'];
-  if (typeof retryAfter === 'string') answer.retryAfter = oneLine(retryAfter).slice(0, 40);
+  if (typeof retryAfter === 'string') answer.retryAfter = oneLine(target.redact(retryAfter)).slice(0, 40);
   const location = res.headers.location;
-  if (res.status >= 300 && res.status < 400 && typeof location === 'string') answer.location = withoutQuery(location, target.base);
+  if (res.status >= 300 && res.status < 400 && typeof location === 'string') answer.location = target.redact(withoutQuery(location, target.base));
   return answer;
 }
 
@@ -88,7 +108,7 @@ export async function checkProbe(target: ProbeTarget, attach: readonly Attachmen
     return { step: 'probe', ok: false, url, detail: `GET ${url} failed: ${(err as { code?: string }).code ?? (err as Error).message}`, hint: 'the service did not answer the probe; retry, or check service.timeoutMs' };
   }
   const { status } = answer;
-  const said = answer.message ? `: ${answer.message}` : answer.excerpt ? `: ${answer.excerpt}` : '';
+  const said = answer.message ? `: ${answer.message}` : answer.excerpt ? `: ${answer.excerpt}` : answer.withheld ? ` (${answer.withheld})` : '';
   const base = { step: 'probe' as const, url, status, answer, detail: `GET ${url} ${via} → ${status}${said}` };
   const next = discovering ? 'see discover-attach below' : 'try --discover-attach';
   if (status >= 200 && status < 300) return { ...base, ok: true };

@@ -11,6 +11,11 @@ export interface RunningSidecar {
   reason?: string;
   /** Its proxy listener, where a request gets the token it holds; absent when `listen.port` is 0. */
   proxy?: URL;
+  /**
+   * Its last gentoken attempts failed (its status's `token.lastRefreshError`), though it may still
+   * hold a valid token: what doctor's gentoken step reports instead of calling.
+   */
+  renewalFailing?: { cause: string; message: string; since: string; attempts: number; expiresAt?: string };
 }
 
 /** The whole exchange, connect to last byte: an admin address that drips its answer is no sidecar. */
@@ -32,9 +37,24 @@ export async function findRunningSidecar(config: Pick<Config, 'admin' | 'listen'
   const found = { admin, ...(proxy ? { proxy } : {}) };
   if (healthz.status === 403) return { ...found, ready: false, reason: 'its admin listener refuses this host (admin.allow)' };
   const readyz = await askAdmin(new URL('/readyz', base), timeoutMs);
-  if (readyz.status === 200) return { ...found, ready: true };
+  const failing = renewalFailing(await askAdmin(new URL('/status', base), timeoutMs));
+  const withFailure = failing ? { ...found, renewalFailing: failing } : found;
+  if (readyz.status === 200) return { ...withFailure, ready: true };
   const message = typeof readyz.body?.message === 'string' ? readyz.body.message : undefined;
-  return { ...found, ready: false, reason: message ?? `/readyz ${readyz.failure ?? 'did not answer'}` };
+  return { ...withFailure, ready: false, reason: message ?? `/readyz ${readyz.failure ?? 'did not answer'}` };
+}
+
+/** `token.lastRefreshError` of a `/status` answer (observability/status.ts), read liberally. */
+function renewalFailing(answer: AdminAnswer): RunningSidecar['renewalFailing'] {
+  const token = answer.status === 200 ? answer.body?.token : undefined;
+  if (typeof token !== 'object' || token === null) return undefined;
+  const { lastRefreshError: e, expiresAt } = token as { lastRefreshError?: Record<string, unknown>; expiresAt?: unknown };
+  if (typeof e !== 'object' || e === null) return undefined;
+  const text = (v: unknown, or: string) => (typeof v === 'string' ? v : or);
+  return {
+    cause: text(e.cause, 'unknown'), message: text(e.message, text(e.cause, 'unknown')), since: text(e.since, 'unknown'),
+    attempts: typeof e.attempts === 'number' ? e.attempts : 1, ...(typeof expiresAt === 'string' ? { expiresAt } : {}),
+  };
 }
 
 /** True when a b2b-sidecar admin listener answers `/healthz` at `host:port` (see {@link findRunningSidecar}). */

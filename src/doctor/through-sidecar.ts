@@ -42,7 +42,18 @@ export async function throughRunningSidecar(config: Config, running: RunningSide
     });
     return;
   }
-  steps.push({ step: 'gentoken', ok: true, url, detail: `not called: a b2b-sidecar with this config answers on ${running.admin} and holds a valid token (/readyz 200); doctor probes through it instead (${own})` });
+  const failing = running.renewalFailing;
+  if (failing) {
+    // It still serves, but its renewals fail: the token it holds runs out (the runbook's "token
+    // expiring soon"); a green step here would send the operator the wrong way.
+    steps.push({
+      step: 'gentoken', ok: false, url,
+      detail: `not called: a b2b-sidecar with this config answers on ${running.admin} and still holds a valid token${failing.expiresAt ? ` (until ${failing.expiresAt})` : ''}, but its renewals are failing: ${failing.attempts} attempt${failing.attempts === 1 ? '' : 's'} since ${failing.since}, the last: ${failing.message}`,
+      hint: `fix what the error names before the token runs out (docs/troubleshooting.md lists each); its log says more (journalctl -u b2b-sidecar, or the container's log); ${own}`,
+    });
+  } else {
+    steps.push({ step: 'gentoken', ok: true, url, detail: `not called: a b2b-sidecar with this config answers on ${running.admin} and holds a valid token (/readyz 200); doctor probes through it instead (${own})` });
+  }
   if (o.probe === undefined) return;
   if (!running.proxy) {
     steps.push({ step: 'probe', ok: false, detail: 'cannot probe through the running sidecar: listen.port is 0 in this config, so its port was picked at start', hint: 'set listen.port, or run doctor with --own-token' });
@@ -60,7 +71,9 @@ export async function throughRunningSidecar(config: Config, running: RunningSide
   }
   const engine = o.engineTo(running.proxy);
   try {
-    const through: ProbeTarget = { ...direct, engine, redact: (text) => hideTokenLike(secrets.redact(text)) };
+    // The sidecar scrubs the token it attached (proxy/diagnostic-answer.ts); doctor scrubs its
+    // own secrets and, last, anything that still looks like a token.
+    const through: ProbeTarget = { ...direct, engine, viaSidecar: true, redact: (text) => hideTokenLike(secrets.redactFragments(text)) };
     const { answer: _answer, ...probe } = await checkProbe(through, [], discovering, `through the running sidecar (${running.proxy.host}, the token it holds and the token.attach it started with)`);
     steps.push(probe);
     if (!discovering || probe.status === undefined) return;

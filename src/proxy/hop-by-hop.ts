@@ -22,6 +22,8 @@ export const STRIPPED_REQUEST_HEADERS: ReadonlySet<string> = new Set([
   'x-forwarded-proto',
   'x-forwarded-port',
   'x-real-ip',
+  // The sidecar's own: asks it to redact the answer (diagnostic-answer.ts); not the service's business.
+  'b2b-sidecar-diagnostic',
 ]);
 
 /** Response headers not passed back to the client (Node frames the response itself). */

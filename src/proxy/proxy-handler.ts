@@ -44,6 +44,8 @@ export interface ProxyHandlerOptions {
    * of `proxy.maxSockets`); more wait, unread. Unbounded when absent.
    */
   streamedUploadsPerSource?: number;
+  /** Scrubs the sidecar's secrets from an answer to a diagnostic probe (`doctor`; respond.ts). */
+  diagnosticRedact?: (text: string) => string;
 }
 
 /**
@@ -58,7 +60,10 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   const bodies = new RequestBodies(replay, paces, new UploadShare(options.streamedUploadsPerSource ?? Number.MAX_SAFE_INTEGER));
   const routes = byLongestPrefix(options.routes);
   const allowed = guardCheck(options.guard);
-  const responder = createResponder({ metrics, logger, clock, logRequests: options.logRequests });
+  const responder = createResponder({
+    metrics, logger, clock, logRequests: options.logRequests,
+    ...(options.diagnosticRedact ? { diagnosticRedact: options.diagnosticRedact } : {}),
+  });
   const forward = createForwarder({ metrics, logger, write: responder.upstream });
 
   return function handle(req, res) {

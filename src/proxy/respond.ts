@@ -13,6 +13,7 @@ import { sendJson } from '../shared/send-json.js';
 import type { UpstreamResponse } from '../upstream/engine.js';
 import { answerForUpstreamError } from '../upstream/upstream-error.js';
 import { rewriteQuery } from './attach.js';
+import { DIAGNOSTIC_HEADER, writeDiagnosticAnswer } from './diagnostic-answer.js';
 import { connectionNominated, STRIPPED_RESPONSE_HEADERS } from './hop-by-hop.js';
 import { loggedPath } from './logged-path.js';
 import type { ProxyMetrics, ProxyRoute, RouteName } from './proxy-route.js';
@@ -22,6 +23,11 @@ export interface ResponderOptions {
   logger: Logger;
   clock: Clock;
   logRequests: boolean;
+  /**
+   * Scrubs every secret the sidecar holds, and every piece of one, from an answer relayed to a
+   * diagnostic probe (diagnostic-answer.ts); without it such a probe gets the answer as is.
+   */
+  diagnosticRedact?: (text: string) => string;
 }
 
 /** Made once per handler; its methods take the request's facts, so a request allocates nothing here. */
@@ -37,7 +43,7 @@ export interface Responder {
 }
 
 export function createResponder(options: ResponderOptions): Responder {
-  const { metrics, logger, clock, logRequests } = options;
+  const { metrics, logger, clock, logRequests, diagnosticRedact } = options;
   const responder: Responder = {
     local(res, route, method, started, status, message, headers) {
       metrics.responseStarted(route, method, status, (clock.now() - started) / 1000);
@@ -46,6 +52,12 @@ export function createResponder(options: ResponderOptions): Responder {
     },
     upstream(route, req, res, upstream, started) {
       const seconds = (clock.now() - started) / 1000;
+      if (diagnosticRedact && req.headers[DIAGNOSTIC_HEADER] !== undefined) {
+        const headers = responseHeaders(upstream.headers, route.rewriteLocation, route.stripQuery);
+        writeDiagnosticAnswer(res, upstream, headers, diagnosticRedact).catch(() => res.destroy());
+        metrics.responseStarted(route.name, req.method ?? 'GET', upstream.status, seconds);
+        return;
+      }
       try {
         res.writeHead(upstream.status, responseHeaders(upstream.headers, route.rewriteLocation, route.stripQuery));
       } catch (err) {

@@ -31,6 +31,7 @@ export class SecretSet {
   /** Tokens: many over a long run, so only the most recent ones are kept. */
   #rotating = new Set<string>();
   #scrubbers: Array<(text: string) => string> | undefined;
+  #fragments: Set<string> | undefined;
   readonly #maxRotating: number;
 
   constructor(maxRotating = 64) {
@@ -43,6 +44,7 @@ export class SecretSet {
     this.#rotating.delete(value);
     this.#permanent.add(value);
     this.#scrubbers = undefined;
+    this.#fragments = undefined;
   }
 
   /**
@@ -58,6 +60,7 @@ export class SecretSet {
       this.#rotating.delete(oldest);
     }
     this.#scrubbers = undefined;
+    this.#fragments = undefined;
   }
 
   has(value: string): boolean {
@@ -72,6 +75,48 @@ export class SecretSet {
     for (const scrub of this.#scrubbers) out = scrub(out);
     return out;
   }
+
+  /**
+   * {@link redact}, then every run of {@link FRAGMENT_RUN} or more characters that any secret (in
+   * any echoed form) contains is hidden too: a service that echoes a prefix, a cut or a piece of a
+   * token (a message cut at 12 characters, a `Bearer abc…` in a log excerpt) gives none of it
+   * away. For text that came from a server and goes to a person (doctor's report, an answer
+   * relayed to a diagnostic probe), never for log lines: it costs a set lookup per character.
+   */
+  redactFragments(text: string): string {
+    const out = this.redact(text);
+    if (out.length < FRAGMENT_RUN || (this.#permanent.size === 0 && this.#rotating.size === 0)) return out;
+    this.#fragments ??= fragmentsOf([...this.#permanent, ...this.#rotating]);
+    const hidden = new Uint8Array(out.length);
+    let any = false;
+    for (let i = 0; i + FRAGMENT_RUN <= out.length; i++) {
+      if (!this.#fragments.has(out.slice(i, i + FRAGMENT_RUN))) continue;
+      hidden.fill(1, i, i + FRAGMENT_RUN);
+      any = true;
+    }
+    if (!any) return out;
+    let masked = '';
+    for (let i = 0; i < out.length; i++) {
+      if (hidden[i] === 0) masked += out[i];
+      else if (i === 0 || hidden[i - 1] === 0) masked += REDACTED;
+    }
+    return masked;
+  }
+}
+
+/**
+ * The shortest piece of a secret {@link SecretSet.redactFragments} hides: long enough that
+ * ordinary words rarely match by chance, short enough that what is left of a token tells nothing.
+ */
+export const FRAGMENT_RUN = 6;
+
+/** Every {@link FRAGMENT_RUN}-character piece of every echoed form of `values`. */
+function fragmentsOf(values: readonly string[]): Set<string> {
+  const out = new Set<string>();
+  for (const form of new Set(values.flatMap(echoedForms))) {
+    for (let i = 0; i + FRAGMENT_RUN <= form.length; i++) out.add(form.slice(i, i + FRAGMENT_RUN));
+  }
+  return out;
 }
 
 /** A secret as written and as it comes back echoed: JSON-escaped once and twice, URL-encoded. */

@@ -16,9 +16,13 @@ export class AnswerSignals {
     this.#configPath = configPath;
   }
 
-  /** `token.attach` became suspect: one error line with the exact doctor command. */
+  /**
+   * `token.attach` became suspect: one error line with the exact doctor command. It is run beside
+   * this sidecar, so it carries `--own-token`: without it doctor probes through this sidecar and
+   * cannot try other presentations (doctor/through-sidecar.ts).
+   */
   suspectEntered(form: SuspectForm, probePath: string, evidence: { answers: number; lastStatus: number }, fingerprint: string | undefined): void {
-    const command = `b2b-sidecar doctor --config ${this.#configPath !== undefined ? shellWord(this.#configPath) : '<config file>'} --probe ${shellWord(shortPath(probePath))} --discover-attach`;
+    const command = `b2b-sidecar doctor --config ${this.#configPath !== undefined ? shellWord(this.#configPath) : '<config file>'} --probe ${shellWord(shortPath(probePath))} --discover-attach --own-token`;
     if (form === 'unauthorized') {
       this.#logger.error(`freshly obtained tokens are rejected too, on several paths, and no request succeeds: token.attach probably presents the token in a way the service does not accept. Find the right way with: ${command}`, {
         fingerprint,
@@ -38,9 +42,9 @@ export class AnswerSignals {
   suspectWarning(form: SuspectForm, probePath: string): string {
     const probe = shellWord(shortPath(probePath));
     if (form === 'unauthorized') {
-      return `requests get 401 even with freshly obtained tokens, on several paths, and none succeeds: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`;
+      return `requests get 401 even with freshly obtained tokens, on several paths, and none succeeds: token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach --own-token)`;
     }
-    return `no request has succeeded since the token was obtained (only refusals such as 400, 403, 404 or a redirect, on several paths): token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach)`;
+    return `no request has succeeded since the token was obtained (only refusals such as 400, 403, 404 or a redirect, on several paths): token.attach probably presents the token in a way the service does not accept (b2b-sidecar doctor --probe ${probe} --discover-attach --own-token)`;
   }
 
   /** The superseded rule started to hold: once per episode. */

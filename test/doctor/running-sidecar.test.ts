@@ -148,3 +148,30 @@ describe('hideTokenLike', () => {
     ]) assert.equal(hideTokenLike(kept), kept);
   });
 });
+
+describe('doctor beside a sidecar whose renewals fail (it still holds a valid token)', () => {
+  it('the gentoken step fails, naming the sidecar\'s last renewal error, and doctor exits 1 (was: all ✓)', async (t) => {
+    const { FakeClock } = await import('../helpers/fake-clock.js');
+    const { startSimulator } = await import('../helpers/stack.js');
+    const clock = new FakeClock();
+    const sim = await startSimulator({ ttlSeconds: 900, clock });
+    t.after(() => sim.stop());
+    const s = await startSidecar({ baseUrl: sim.baseUrl, clock });
+    t.after(() => s.stop());
+    await clock.advanceAsync(0, () => new Promise((r) => setTimeout(r, 50)));
+    assert.ok(s.sidecar.tokens?.current(), 'the first token');
+    // Every later gentoken answer is a 500: the scheduled renewal (at 66 % of 900 s) fails, the token stays valid.
+    sim.faults.failNextTokenRequests(1000, 500);
+    await clock.advanceAsync(650_000, () => new Promise((r) => setTimeout(r, 20)));
+    const env = { B2B_LISTEN_PORT: String(s.port), B2B_ADMIN_PORT: String(s.adminPort) };
+    assert.equal((await send(s.adminPort, { path: '/readyz' })).status, 200, 'still ready: the token is valid');
+    const file = join(dir, 'failing-renewals.yaml');
+    writeFileSync(file, stringify({ listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 }, service: { baseUrl: sim.baseUrl, caFile: tls.caFile }, credentials: CREDENTIALS }));
+    const run = captureIo(env);
+    const code = await doctorCommand({ config: file, json: true }, run.io);
+    const gentoken = (JSON.parse(run.stdout()) as DoctorStep[]).find((x) => x.step === 'gentoken')!;
+    assert.equal(code, 1, run.stdout());
+    assert.equal(gentoken.ok, false);
+    assert.match(gentoken.detail, /still holds a valid token \(until .*\), but its renewals are failing: \d+ attempts? since .*, the last: .*500/);
+  });
+});

@@ -40,8 +40,11 @@ export type Answer = { status: number; headers?: Record<string, string>; body?: 
 /** A vendor's rule for protected paths: undefined lets the request through (200). */
 export type Rule = (p: Presented, req: IncomingMessage) => Answer | undefined;
 
-/** Starts a vendor whose protected paths (everything under /pub/b2b/v1/ but gentoken) follow `rule`. */
-export async function startVendor(rule: Rule): Promise<Vendor> {
+/**
+ * Starts a vendor whose protected paths (everything under /pub/b2b/v1/ but gentoken) follow `rule`.
+ * `tokenBytes`: random bytes per token (default 32, 43 characters in base64url); 8 gives 16 hex characters.
+ */
+export async function startVendor(rule: Rule, options: { tokenBytes?: number } = {}): Promise<Vendor> {
   const tls = await testTls();
   const requests: RecordedRequest[] = [];
   const tokens: string[] = [];
@@ -52,7 +55,7 @@ export async function startVendor(rule: Rule): Promise<Vendor> {
       const body = Buffer.concat(chunks).toString();
       requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
       const url = new URL(req.url ?? '/', 'https://vendor.test');
-      if (url.pathname === '/pub/b2b/v1/auth/gentoken' && req.method === 'POST') return gentoken(req, res, body, tokens);
+      if (url.pathname === '/pub/b2b/v1/auth/gentoken' && req.method === 'POST') return gentoken(req, res, body, tokens, options.tokenBytes);
       const cookies = new Map((req.headers.cookie ?? '').split(/;\s*/).filter(Boolean).map((c) => [c.slice(0, c.indexOf('=')), c.slice(c.indexOf('=') + 1)] as [string, string]));
       const presented: Presented = {
         header: (name) => {
@@ -80,7 +83,7 @@ export async function startVendor(rule: Rule): Promise<Vendor> {
   };
 }
 
-function gentoken(req: IncomingMessage, res: ServerResponse, body: string, tokens: string[]): void {
+function gentoken(req: IncomingMessage, res: ServerResponse, body: string, tokens: string[], tokenBytes = 32): void {
   let password: unknown;
   try {
     password = (JSON.parse(body) as { password?: unknown }).password;
@@ -91,7 +94,7 @@ function gentoken(req: IncomingMessage, res: ServerResponse, body: string, token
     return send(res, { status: 401, body: { message: 'Invalid ApiKey or password' } });
   }
   // 32 random bytes in base64url, as the simulator issues them (43 characters).
-  const token = randomBytes(32).toString('base64url');
+  const token = tokenBytes === 32 ? randomBytes(32).toString('base64url') : randomBytes(tokenBytes).toString('hex');
   tokens.push(token);
   send(res, { status: 200, body: { token, refreshToken: null, aliveSecondsTtl: 900 } });
 }

@@ -62,4 +62,31 @@ describe('SecretSet', () => {
     assert.equal(fingerprint('x'), fingerprint('x'));
     assert.notEqual(fingerprint('x'), fingerprint('y'));
   });
+
+  describe('redactFragments (text from a server, shown to a person)', () => {
+    const token = 'Tk7pQ2vX9mZr4LwB';
+    const secrets = new SecretSet();
+    secrets.add('the-api-key-123');
+    secrets.addToken(token);
+
+    it('hides a prefix, a suffix and a middle piece of a token that redact() lets through', () => {
+      const echoed = `token ${token.slice(0, 8)}... expired; seen ${token.slice(-7)} and ${token.slice(4, 11)}`;
+      assert.match(secrets.redact(echoed), /Tk7pQ2vX/, 'the whole-value scrub alone misses pieces (the gap this closes)');
+      const out = secrets.redactFragments(echoed);
+      for (let i = 0; i + 6 <= token.length; i++) assert.equal(out.includes(token.slice(i, i + 6)), false, `piece ${token.slice(i, i + 6)} in ${out}`);
+      assert.match(out, /^token \[REDACTED\]\.\.\. expired; seen \[REDACTED\] and \[REDACTED\]$/);
+    });
+
+    it('hides pieces of the URL-encoded and JSON-escaped forms as well', () => {
+      const quoted = new SecretSet();
+      quoted.add('p@ss wörd/with"quote');
+      const out = quoted.redactFragments(`echo |${encodeURIComponent('p@ss wörd/with"quote').slice(0, 12)}| and |${JSON.stringify('p@ss wörd/with"quote').slice(6, 18)}|`);
+      assert.equal(out, 'echo |[REDACTED]| and |[REDACTED]|');
+    });
+
+    it('leaves text alone that shares fewer than six characters in a row with any secret', () => {
+      assert.equal(secrets.redactFragments('the service answered 401: token Tk7pQ unknown; the key missing'), 'the service answered 401: token Tk7pQ unknown; the key missing');
+      assert.equal(new SecretSet().redactFragments('anything at all'), 'anything at all');
+    });
+  });
 });

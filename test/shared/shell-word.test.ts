@@ -33,7 +33,7 @@ describe('a client-chosen path in a command line printed for the operator', () =
     const signals = new AnswerSignals(log.logger, '/etc/b2b sidecar/sidecar.yaml');
     const path = "/pub/b2b/v1/objects/x;$(touch${IFS}/tmp/pwn)";
     signals.suspectEntered('answers', path, { answers: 10, lastStatus: 404 }, undefined);
-    assert.match(log.lines.join('\n'), /--config '\/etc\/b2b sidecar\/sidecar\.yaml' --probe '\/pub\/b2b\/v1\/objects\/x;\$\(touch\$\{IFS\}\/tmp\/pwn\)' --discover-attach/);
-    assert.match(signals.suspectWarning('unauthorized', path), /--probe '\/pub\/b2b\/v1\/objects\/x;\$\(touch\$\{IFS\}\/tmp\/pwn\)' --discover-attach/);
+    assert.match(log.lines.join('\n'), /--config '\/etc\/b2b sidecar\/sidecar\.yaml' --probe '\/pub\/b2b\/v1\/objects\/x;\$\(touch\$\{IFS\}\/tmp\/pwn\)' --discover-attach --own-token/);
+    assert.match(signals.suspectWarning('unauthorized', path), /--probe '\/pub\/b2b\/v1\/objects\/x;\$\(touch\$\{IFS\}\/tmp\/pwn\)' --discover-attach --own-token/);
   });
 });
