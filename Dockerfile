@@ -39,8 +39,10 @@ RUN npm run build
 FROM node:24.21.0-bookworm-slim AS runtime
 ENV NODE_ENV=production
 # The young generation's cap (two semi-spaces of 4 MB, src/shared/v8-tuning.ts): exact only when
-# given at start; on Node 24 this V8 heap option leaves Node's code caches in use.
-ENV NODE_OPTIONS=--max-semi-space-size=4
+# given at start; on Node 24 this V8 heap option leaves Node's code caches in use. And
+# --disable-sigusr1: no signal opens Node's inspector, which would hand out the credentials
+# (docs/security.md, "The process").
+ENV NODE_OPTIONS="--max-semi-space-size=4 --disable-sigusr1"
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No production dependency has an install script, so --ignore-scripts loses nothing. `npm ls

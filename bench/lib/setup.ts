@@ -197,7 +197,7 @@ export function setNodeOptions(options: string): void {
 export function deployedNodeOptions(): string {
   if (nodeOptionsOverride !== undefined) return nodeOptionsOverride;
   const line = readFileSync(join(ROOT, 'Dockerfile'), 'utf8').split('\n').find((l) => l.startsWith('ENV NODE_OPTIONS='));
-  return line ? line.slice('ENV NODE_OPTIONS='.length).trim() : '';
+  return line ? line.slice('ENV NODE_OPTIONS='.length).trim().replace(/^"(.*)"$/, '$1') : '';
 }
 
 let nodeArgsOverride: string[] | undefined;

@@ -1,8 +1,9 @@
 import { stringify } from 'yaml';
+import { inspectorRefusal } from '../config/runtime-risks.js';
 import { redactConfig } from '../config/validate-config.js';
 import { loadConfigOrExit, NO_CONFIG_FILE, reportConfigFailure, startupWarnings } from './config-problems.js';
 import type { CommandIo } from './io.js';
-import { EXIT_OK } from './exit-codes.js';
+import { EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /**
  * `check-config [--config FILE]`: validates the configuration (file plus environment) exactly as
@@ -15,8 +16,14 @@ import { EXIT_OK } from './exit-codes.js';
  */
 export async function checkConfigCommand(args: { config?: string }, io: CommandIo): Promise<number> {
   const config = await loadConfigOrExit(args.config, io);
-  for (const warning of startupWarnings(io.env, typeof config === 'number' ? undefined : config)) io.stderr.write(`warning: ${warning}\n`);
+  for (const warning of startupWarnings(io.env, typeof config === 'number' ? undefined : config, io.execArgv)) io.stderr.write(`warning: ${warning}\n`);
   if (typeof config === 'number') return config;
+  // run's verdict on the same environment (a NODE_OPTIONS with --inspect makes run exit 2 too).
+  const inspector = inspectorRefusal(io.env, []);
+  if (inspector) {
+    io.stderr.write(`error: ${inspector}\n`);
+    return EXIT_USAGE;
+  }
   if (args.config === undefined) io.stderr.write(`note: ${NO_CONFIG_FILE}\n`);
   try {
     io.stdout.write(stringify(redactConfig(config)));

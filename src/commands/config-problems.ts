@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema.js';
 import { configWarnings } from '../config/warnings.js';
 import { unknownEnvWarnings } from '../config/env-warnings.js';
+import { runtimeWarnings } from '../config/runtime-risks.js';
 import { ConfigError } from '../shared/errors.js';
 import { loadConfig } from '../config/load-config.js';
 import type { CommandIo } from './io.js';
@@ -40,9 +41,10 @@ export async function loadConfigOrExit(path: string | undefined, io: CommandIo):
 export const NO_CONFIG_FILE = 'no --config given: the configuration comes from B2B_* environment variables only';
 
 /**
- * Warnings about the environment (unknown `B2B_*` variables) and, once the config is valid,
- * about the config itself; commands without a logger print them on stderr as `warning: ...`.
+ * Warnings about the environment (unknown `B2B_*` variables, runtime switches that leak
+ * credentials) and, once the config is valid, about the config itself; commands without a logger
+ * print them on stderr as `warning: ...`.
  */
-export function startupWarnings(env: NodeJS.ProcessEnv, config?: Config): string[] {
-  return [...unknownEnvWarnings(env), ...(config ? configWarnings(config).map((w) => w.message) : [])];
+export function startupWarnings(env: NodeJS.ProcessEnv, config?: Config, execArgv: readonly string[] = []): string[] {
+  return [...unknownEnvWarnings(env), ...runtimeWarnings(env, execArgv), ...(config ? configWarnings(config).map((w) => w.message) : [])];
 }

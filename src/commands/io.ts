@@ -4,7 +4,7 @@
  */
 import type { Writable } from 'node:stream';
 
-export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGHUP';
+export type Signal = 'SIGTERM' | 'SIGINT' | 'SIGHUP' | 'SIGUSR1';
 
 /**
  * What a command may touch of the outside world. Only `entry/process-io.ts` builds the real one from
@@ -20,6 +20,8 @@ export interface CommandIo {
   version?: string;
   /** The process id (systemd's MAINPID= and WATCHDOG_PID); absent in tests that do not care. */
   pid?: number;
+  /** Node's own options (`process.execArgv`): `run` refuses the inspector (config/runtime-risks.ts). */
+  execArgv?: readonly string[];
 }
 
 /** The exit codes, for callers that still take them from here: the one table is exit-codes.ts. */

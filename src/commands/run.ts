@@ -3,12 +3,13 @@ import { createSystemdNotifier } from '../observability/systemd-notify.js';
 import { systemClock } from '../shared/clock.js';
 import { SecretSet } from '../shared/secrets.js';
 import { unknownEnvWarnings } from '../config/env-warnings.js';
+import { inspectorRefusal, runtimeWarnings } from '../config/runtime-risks.js';
 import { ConfigError, StoppedDuringStartError } from '../shared/errors.js';
 import { ListenError } from '../config/listen-error.js';
 import { createSidecar, type Sidecar } from '../sidecar.js';
 import { loadConfigOrExit, NO_CONFIG_FILE, reportConfigFailure } from './config-problems.js';
 import type { CommandIo } from './io.js';
-import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK } from './exit-codes.js';
+import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /**
  * `run --config FILE`: the sidecar in the foreground, JSON logs on stdout. SIGTERM/SIGINT drain
@@ -20,6 +21,11 @@ import { EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_OK } from './exit-codes.js';
  * (observability/systemd-notify.ts).
  */
 export async function runCommand(args: { config?: string }, io: CommandIo): Promise<number> {
+  const inspector = inspectorRefusal(io.env, io.execArgv ?? []);
+  if (inspector) {
+    io.stderr.write(`error: ${inspector}\n`);
+    return EXIT_USAGE;
+  }
   const config = await loadConfigOrExit(args.config, io);
   if (typeof config === 'number') {
     for (const warning of unknownEnvWarnings(io.env)) io.stderr.write(`warning: ${warning}
@@ -29,6 +35,7 @@ export async function runCommand(args: { config?: string }, io: CommandIo): Prom
   const secrets = new SecretSet();
   const logger = createLogger({ level: config.log.level, secrets, stream: io.stdout });
   for (const warning of unknownEnvWarnings(io.env)) logger.warn(warning);
+  for (const warning of runtimeWarnings(io.env, io.execArgv ?? [])) logger.warn(warning);
   if (args.config === undefined) logger.info(NO_CONFIG_FILE);
   // Under systemd's Type=notify (NOTIFY_SOCKET set); otherwise a no-op.
   const notifier = createSystemdNotifier({ env: io.env, ...(io.pid !== undefined ? { pid: io.pid } : {}), clock: systemClock, logger });
@@ -67,6 +74,8 @@ export async function serve(
   io.onSignal('SIGTERM', () => onStop('SIGTERM'));
   io.onSignal('SIGINT', () => onStop('SIGINT'));
   io.onSignal('SIGHUP', () => void sidecar.reloadCredentials(true));
+  // The entry's own listener keeps SIGUSR1 from opening the inspector (entry/early-signals.ts); this one says so in the log.
+  io.onSignal('SIGUSR1', () => logger.warn('SIGUSR1 ignored: it would open Node\'s inspector, which hands out the credentials (docs/security.md)'));
   // Every wait below races a second signal: one during start-up or a stuck stop exits at once too.
   let started: { port: number; adminPort: number } | number;
   try {

@@ -1,3 +1,4 @@
+import { ALLOW_INSPECTOR_ENV } from './runtime-risks.js';
 import { envBindings } from './walk.js';
 
 /**
@@ -5,7 +6,7 @@ import { envBindings } from './walk.js';
  * otherwise silently ignored and the file's value used. Names the closest known variable;
  * never the value, which may be a secret.
  */
-export function unknownEnvWarnings(env: NodeJS.ProcessEnv, known: readonly string[] = envBindings().map((b) => b.env)): string[] {
+export function unknownEnvWarnings(env: NodeJS.ProcessEnv, known: readonly string[] = [...envBindings().map((b) => b.env), ALLOW_INSPECTOR_ENV]): string[] {
   const names = new Set(known);
   const out: string[] = [];
   for (const name of Object.keys(env).sort()) {

@@ -1,11 +1,11 @@
-import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { validateConfig, type Config } from './validate-config.js';
 import { hostProblems } from './host-checks.js';
 import { envBindings, formatPath, formatProblem, isRecord, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
 import { ConfigError } from '../shared/errors.js';
+import { FileRefusedError, readBoundedFile } from '../shared/bounded-file.js';
 
 /**
  * Loads the configuration: the YAML file (JSON is YAML too, so `.json` files load the same
@@ -20,6 +20,8 @@ import { ConfigError } from '../shared/errors.js';
  */
 export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv): Promise<Config> {
   const { data, problems: fileProblems, keyLines } = path === undefined ? { data: {}, problems: [], keyLines: new Map<string, number>() } : await readConfigFile(path);
+  // Before the environment and the credentials directory change it: what the file itself holds.
+  const exposed = path === undefined ? undefined : readableInlineSecrets(path, data);
   const replaced: string[] = [];
   const problems = [...fileProblems, ...applyEnv(data, env, replaced)];
   applyCredentialsDirectory(data, env, replaced);
@@ -33,10 +35,59 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
   problems.push(...await hostProblems(data));
   if (problems.length > 0 || config === undefined) throw new ConfigError(problems.map((p) => withCredentialsWayOut(p, env)));
   if (replaced.length > 0) replacements.set(config, replaced);
+  if (exposed) exposedSecrets.set(config, exposed);
   return config;
 }
 
 const replacements = new WeakMap<Config, readonly string[]>();
+const exposedSecrets = new WeakMap<Config, InlineSecrets>();
+
+/** Secrets written in a config file that other users of the host can read. */
+export interface InlineSecrets {
+  file: string;
+  /** The file's permission bits, e.g. 0o644. */
+  mode: number;
+  /** The keys holding them, as problems name keys (`credentials.password`). */
+  keys: string[];
+}
+
+/**
+ * The secrets written inline in the config file `config` was loaded from, when every user of the
+ * host may read that file (mode o+r): `run` and `check-config` warn, naming each key and the mode
+ * (config/warnings.ts), as they do for a readable `...File`. A proxy URL counts only with a
+ * password in it. Undefined for a config not made by loadConfig or a file only its owner and group read.
+ */
+export function inlineSecretsExposed(config: Config): InlineSecrets | undefined {
+  return exposedSecrets.get(config);
+}
+
+function readableInlineSecrets(path: string, data: Record<string, unknown>): InlineSecrets | undefined {
+  let mode: number;
+  try {
+    mode = statSync(path).mode & 0o777;
+  } catch {
+    return undefined;
+  }
+  if ((mode & 0o004) === 0) return undefined;
+  const keys: string[] = [];
+  walkProperties((keyPath, node) => {
+    if (!node['x-secret']) return;
+    const value = getAt(data, keyPath.map(String));
+    if (typeof value !== 'string' || value === '' || !holdsSecret(value)) return;
+    keys.push(formatPath(keyPath));
+  });
+  return keys.length > 0 ? { file: path, mode, keys } : undefined;
+}
+
+/** A URL (a forward proxy) is a secret only with a password in it; `none` or a plain value as written. */
+function holdsSecret(value: string): boolean {
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value !== 'none';
+  try {
+    return new URL(value).password !== '';
+  } catch {
+    return true;
+  }
+}
 
 /**
  * What the environment replaced in the file's choice between a value and its `...File` twin
@@ -76,13 +127,16 @@ function keyLinesOf(doc: Document, lines: LineCounter): Map<string, number> {
   return out;
 }
 
+/** A config file is a few KiB; the largest example with every key is under 20. */
+export const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+
 async function readConfigFile(path: string): Promise<{ data: Record<string, unknown>; problems: string[]; keyLines: Map<string, number> }> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    // Bounded and never blocking, like every file an operator names (docs/traps.md T35).
+    text = await readBoundedFile(path, MAX_CONFIG_FILE_BYTES);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EISDIR' ? 'is a directory' : `cannot be read (${code ?? String(err)})`;
+    const why = err instanceof FileRefusedError ? (err.reason === 'is a directory, not a regular file' ? 'is a directory' : err.reason) : `cannot be read (${String(err)})`;
     throw new ConfigError([`config file ${path} ${why}`]);
   }
   const lineCounter = new LineCounter();

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Config } from './schema.js';
-import { envReplacements } from './load-config.js';
+import { envReplacements, inlineSecretsExposed } from './load-config.js';
 import { secretFileKeys } from './walk.js';
 import { ipv4Equivalent, parseStrictCidr } from '../shared/ip-guard.js';
 
@@ -26,7 +26,8 @@ function isLoopback(entry: string): boolean {
  * - a wildcard `listen.host` while `guard.allow` admits only loopback: remote clients get 403;
  * - a `guard.trustedProxies` entry wider than one address: every client inside it may name its
  *   own source address in X-Forwarded-For;
- * - a secret file (`x-secret-file` in the schema) every local user can read (mode o+r);
+ * - a secret file (`x-secret-file` in the schema) every local user can read (mode o+r), and a
+ *   secret written inline in a config file every local user can read;
  * - an environment variable that displaced a file setting (`B2B_PASSWORD` over `passwordFile`).
  */
 export function configWarnings(config: Config): ConfigWarning[] {
@@ -53,6 +54,16 @@ export function configWarnings(config: Config): ConfigWarning[] {
       out.push({
         message: `${key}: ${file} is readable by every user of this host (mode ${(mode & 0o777).toString(8).padStart(4, '0')}); make it 0600 or 0640 with a group for the sidecar`,
         fields: { file },
+      });
+    }
+  }
+  const inline = inlineSecretsExposed(config);
+  if (inline) {
+    const mode = inline.mode.toString(8).padStart(4, '0');
+    for (const key of inline.keys) {
+      out.push({
+        message: `${key} is written in ${inline.file}, which every user of this host can read (mode ${mode}): make the file 0600 or 0640 with a group for the sidecar, or move the secret to ${key.endsWith('.proxy') ? `${key}AuthFile` : `${key}File`}`,
+        fields: { file: inline.file, key },
       });
     }
   }

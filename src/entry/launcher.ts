@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { loadCommonJs } from './code-cache.js';
+import { holdEarlySignals } from './early-signals.js';
 import { plainRunArgs } from './plain-run-args.js';
 
 /**
@@ -11,6 +12,9 @@ import { plainRunArgs } from './plain-run-args.js';
  * cli-bundle.ts with commander and its lazily imported command chunks.
  */
 const argv = process.argv.slice(2);
+// First, before any command's modules load: SIGUSR1 must not open the inspector, and an early
+// SIGHUP must not end a serving command (early-signals.ts).
+holdEarlySignals(['run', 'demo', 'simulate'].includes(argv[0] ?? ''), process.stderr);
 if (plainRunArgs(argv)) {
   const run = loadCommonJs(fileURLToPath(new URL('./lib/bundle/run.cjs', import.meta.url))).exports as { main(argv: readonly string[]): void };
   run.main(argv);

@@ -39,6 +39,7 @@ export const processIo: CommandIo = {
   onSignal: (signal, handler) => process.on(signal, handler),
   version: packageVersion(),
   pid: process.pid,
+  execArgv: process.execArgv,
 };
 
 /** V8 settings for serving, applied once the command's modules are loaded (see shared/v8-tuning.ts). */

@@ -10,6 +10,11 @@ export interface TokenFileWriter {
   write(token: string): Promise<void>;
   /** Resolves when every queued write has finished. */
   flush(): Promise<void>;
+  /**
+   * After the queued writes, deletes the file: on a clean stop the token must not outlive the
+   * process that renewed it (docs/security.md). Never rejects; a file already gone is fine.
+   */
+  remove(): Promise<void>;
 }
 
 /**
@@ -56,5 +61,14 @@ export function createTokenFileWriter(path: string, logger: Logger): TokenFileWr
       return tail;
     },
     flush: () => tail,
+    remove() {
+      tail = tail.then(() => unlink(path).then(
+        () => logger.debug('token file removed', { file: path }),
+        (err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') logger.warn('cannot remove the token file', { file: path, reason: err.code ?? err.message });
+        },
+      ));
+      return tail;
+    },
   };
 }

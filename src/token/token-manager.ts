@@ -149,12 +149,16 @@ export class TokenManager implements TokenView {
     this.#loop.start(() => this.#kick('start'));
   }
 
-  /** Cancels timers; a request in flight finishes but schedules nothing. Idempotent. */
+  /**
+   * Cancels timers; a request in flight finishes but schedules nothing; `token.file` is deleted
+   * once its writes are done (the token does not outlive the process). Idempotent.
+   */
   async stop(): Promise<void> {
+    const first = !this.#stopped;
     this.#stopped = true;
     this.#loop.stop();
     this.#flow.stop();
-    await this.#file?.flush();
+    await (first ? this.#file?.remove() : this.#file?.flush());
   }
 
   /** The hot path: the token if it is valid, outside the expiry margin and not marked bad. */

@@ -16,7 +16,7 @@ describe('check-config', () => {
     const passwordFile = join(dir, 'password');
     writeFileSync(passwordFile, 'password-file-content-77');
     const configFile = join(dir, 'sidecar.yaml');
-    writeFileSync(configFile, `service:\n  baseUrl: https://api.example.com\ncredentials:\n  apiKey: file-api-key-55\n  passwordFile: ${passwordFile}\n`);
+    writeFileSync(configFile, `service:\n  baseUrl: https://api.example.com\ncredentials:\n  apiKey: file-api-key-55\n  passwordFile: ${passwordFile}\n`, { mode: 0o600 });
     const run = captureIo({ B2B_PASSWORD: 'env-password-66', B2B_L10N_BASE_URL: 'https://l.example', B2B_L10N_TOKEN: 'l10n-token-88' });
     assert.equal(await checkConfigCommand({ config: configFile }, run.io), 0);
     const printed = run.stdout();

@@ -12,7 +12,8 @@ let counter = 0;
 
 function file(name: string, text: string): string {
   const path = join(dir, `${counter++}-${name}`);
-  writeFileSync(path, text);
+  // 0600, as the README asks: a config every user can read draws a warning of its own.
+  writeFileSync(path, text, { mode: 0o600 });
   return path;
 }
 

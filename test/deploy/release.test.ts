@@ -60,7 +60,8 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     chmodSync(join(tree, 'node/bin/node'), 0o755);
     mkdirSync(join(work, 'usr/bin'), { recursive: true });
     symlinkSync(join(tree, 'bin/b2b-sidecar'), join(work, 'usr/bin/b2b-sidecar'));
-    const expected = `${tree}/node/bin/node|${tree}/dist/cli.js|run|--config|/etc/b2b-sidecar/sidecar.yaml|a b|`;
+    // --disable-sigusr1: no signal opens the inspector (docs/traps.md T65).
+    const expected = `${tree}/node/bin/node|--disable-sigusr1|${tree}/dist/cli.js|run|--config|/etc/b2b-sidecar/sidecar.yaml|a b|`;
     for (const command of [join(tree, 'bin/b2b-sidecar'), join(work, 'usr/bin/b2b-sidecar')]) {
       const out = execFileSync(command, ['run', '--config', '/etc/b2b-sidecar/sidecar.yaml', 'a b'], { cwd: '/', encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
       assert.equal(out, expected, command);

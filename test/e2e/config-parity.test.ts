@@ -20,7 +20,8 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 let counter = 0;
 function file(name: string, content: string | Buffer): string {
   const path = join(dir, `${counter++}-${name}`);
-  writeFileSync(path, content);
+  // 0600, as the README asks: a config every user can read draws a warning of its own.
+  writeFileSync(path, content, { mode: 0o600 });
   return path;
 }
 

@@ -9,6 +9,7 @@ import { createClientCa } from '../helpers/client-certs.js';
 import { validateConfig } from '../../src/config/validate-config.js';
 import { packageVersion } from '../../src/entry/process-io.js';
 import { configWarnings } from '../../src/config/warnings.js';
+import { loadConfig } from '../../src/config/load-config.js';
 import { createSidecar } from '../../src/sidecar.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 import { FakeClock } from '../helpers/fake-clock.js';
@@ -115,6 +116,27 @@ describe('start-up log', () => {
     writeFileSync(closed, 'private-api-key-2', { mode: 0o600 });
     const messages = configWarnings(validateConfig({ service: { baseUrl: 'https://api.example.com' }, credentials: { apiKeyFile: closed, passwordFile: open } })).map((w) => w.message);
     assert.deepEqual(messages, [`credentials.passwordFile: ${open} is readable by every user of this host (mode 0644); make it 0600 or 0640 with a group for the sidecar`]);
+  });
+
+  it('warns about secrets written inline in a config file every local user can read, naming each key and the mode; not in a 0640 one, not a proxy URL without a password', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-warn-inline-'));
+    const file = join(dir, 'sidecar.yaml');
+    const text = [
+      'service: { baseUrl: "https://api.example.com", proxy: "http://proxy.internal:3128" }',
+      'credentials: { apiKey: "inline-api-key-9", password: "inline-password-8" }',
+      'localization: { baseUrl: "https://l10n.example.com", token: "inline-l10n-token-7", proxy: "http://user:pw-1234@proxy.internal:3128" }',
+      '',
+    ].join('\n');
+    writeFileSync(file, text, { mode: 0o644 });
+    chmodSync(file, 0o644);
+    const messages = configWarnings(await loadConfig(file, {})).map((w) => w.message);
+    const inline = messages.filter((m) => m.includes('which every user of this host can read'));
+    assert.deepEqual(inline.map((m) => m.split(' is written in')[0]), ['credentials.apiKey', 'credentials.password', 'localization.proxy', 'localization.token']);
+    assert.equal(inline[0], `credentials.apiKey is written in ${file}, which every user of this host can read (mode 0644): make the file 0600 or 0640 with a group for the sidecar, or move the secret to credentials.apiKeyFile`);
+    assert.match(inline[2]!, /move the secret to localization\.proxyAuthFile$/);
+    for (const secret of ['inline-api-key-9', 'inline-password-8', 'inline-l10n-token-7', 'pw-1234']) assert.equal(messages.join('\n').includes(secret), false);
+    chmodSync(file, 0o640);
+    assert.deepEqual(configWarnings(await loadConfig(file, {})).map((w) => w.message).filter((m) => m.includes('which every user')), []);
   });
 
   it('warns about every secret file a local user can read: proxyAuthFile, keyFile and keyPassphraseFile too, not the certificate', async () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -578,15 +578,18 @@ describe('token manager: rotation, token file, lifecycle', () => {
     await t.close();
   });
 
-  it('writes the token file atomically with mode 0600 on every renewal', async () => {
+  it('writes the token file atomically with mode 0600 on every renewal, and deletes it on a clean stop', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'b2b-token-'));
     const file = join(dir, 'token');
     const t = await started({ file, random: () => 0 });
     await t.advance(594_000);
-    await t.manager.stop();
+    // The write is real file I/O, off the fake clock: wait for it (bounded).
+    for (let i = 0; i < 200 && (!existsSync(file) || readFileSync(file, 'utf8') !== t.issued[1]); i++) await new Promise((r) => setTimeout(r, 10));
     assert.equal(readFileSync(file, 'utf8'), t.issued[1]);
     assert.equal(statSync(file).mode & 0o777, 0o600);
     assert.deepEqual(readdirSync(dir), ['token'], 'no temporary file left behind');
+    await t.manager.stop();
+    assert.deepEqual(readdirSync(dir), [], 'the token does not outlive the process');
     await t.close();
   });
 
