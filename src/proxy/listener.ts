@@ -161,13 +161,30 @@ export function createListener(
       else refeedWithoutUpgrade(server, socket, req, bodyHead, b);
     }, () => socket.destroy()));
   });
+  // A socket whose failed request was answered through its response: the parser reports each
+  // later chunk of bytes as another error, and the answer must still get out.
+  const answeredInPlace = new WeakSet<Duplex>();
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (answeredInPlace.has(socket)) return;
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     if (err.code !== 'ECONNRESET') logger.debug('malformed or slow client request refused', { code: err.code, status });
-    // Behind a pipelined request still being answered, a raw answer would be read as the
-    // response to the earlier request, and the failed parser cannot wait: close instead.
-    if (pendingResponses(socket) > 0) socket.destroy();
-    else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
+    const message = status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request';
+    const pending = pendingResponses(socket);
+    if (pending === 0) return rawAnswer(socket, status, message);
+    // The error is in the body of the one request being answered (a malformed chunk): while none
+    // of its answer has gone out, it is the answer, through its own response, with
+    // `Connection: close` (the handler then sees its body fail and ends the upstream exchange).
+    // Node does the same when nobody listens for 'clientError' (lib/_http_server.js socketOnError).
+    const current = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (pending === 1 && current && !current.headersSent && !current.destroyed && current.req.complete === false && socket.writable) {
+      answeredInPlace.add(socket);
+      current.shouldKeepAlive = false;
+      sendJson(current, status, status === 400 ? 'malformed request body' : message);
+      return;
+    }
+    // Behind a pipelined request still being answered, or once an answer has begun, a raw answer
+    // would be read as (part of) an earlier response, and the failed parser cannot wait: close.
+    socket.destroy();
   });
 
   // The unix socket this listener linked into place (listenPath): removed when it closes.
