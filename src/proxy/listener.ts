@@ -184,7 +184,7 @@ export function createListener(
     // The error is in the body of the one request being answered (a malformed chunk): while none
     // of its answer has gone out, it is the answer, through its own response, with
     // `Connection: close` (the handler then sees its body fail and ends the upstream exchange).
-    // Node does the same when nobody listens for 'clientError' (lib/_http_server.js socketOnError).
+    // Node does the same when nobody listens for 'clientError' (docs/traps.md T65).
     const current = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
     if (pending === 1 && current && !current.headersSent && !current.destroyed && current.req.complete === false && socket.writable) {
       answeredInPlace.add(socket);
