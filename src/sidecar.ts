@@ -6,6 +6,7 @@ import { rereadFileKeys } from './config/walk.js';
 import { liveness, readiness, type SidecarStatus } from './observability/status.js';
 import { createMetrics, createRegistry, type Metrics } from './observability/metrics.js';
 import { adminListenerPart } from './parts/admin-listener.js';
+import { fairShares } from './parts/fair-shares.js';
 import { localizationParts } from './parts/localization.js';
 import type { Made, PartDeps } from './parts/made.js';
 import { proxyHandlerPart } from './parts/proxy-handler.js';
@@ -16,7 +17,6 @@ import { socketParts } from './parts/socket-listener.js';
 import { startLogFields } from './parts/start-log.js';
 import { tokenRenewalPart } from './parts/token-renewal.js';
 import { warningsLogPart } from './parts/warnings-log.js';
-import { ReplayBudget } from './proxy/replay-body.js';
 import { systemClock, type Clock } from './shared/clock.js';
 import { RunGroup } from './shared/run-group.js';
 import type { SecretSet } from './shared/secrets.js';
@@ -123,13 +123,19 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     group.alive();
     if (phase !== 'idle') throw new Error('start() may be called only once');
     phase = 'starting';
-    const { replayBufferTotalBytes, replayBodyLimitBytes, streamedUploadShare } = config.proxy;
-    // Each source's share of the budget, kept free for the others: the same share as of the pool, and room for one whole copy.
-    const replayBudget = new ReplayBudget(replayBufferTotalBytes, Math.max(replayBodyLimitBytes, Math.floor(replayBufferTotalBytes * streamedUploadShare)));
+    // Every client connection the proxy's listeners take (the socket has its own count): the replay reserve has a room for each.
+    const shares = fairShares(config.proxy, config.proxy.maxConnections * (config.listen.socket ? 2 : 1));
+    const { replayBudget, uploadShare } = shares;
     // The token gauges render the one status, as /readyz and /status do.
-    const metrics: Metrics = createMetrics(registry, { status, replayHeldBytes: () => replayBudget.held }, build);
+    const metrics: Metrics = createMetrics(registry, {
+      status, replayHeldBytes: () => replayBudget.held,
+      shares: () => {
+        const streams = uploadShare.totals();
+        return { streamsActive: streams.active, streamsWaiting: streams.waiting, reservedHeldBytes: replayBudget.reservedHeld, limits: shares.limits };
+      },
+    }, build);
     const on: PartDeps = {
-      config, group, metrics, registry, replayBudget, clock, logger, secrets,
+      config, group, metrics, registry, replayBudget, uploadShare, clock, logger, secrets,
       ...(deps.random ? { random: deps.random } : {}), ...(deps.configPath ? { configPath: deps.configPath } : {}), ...(deps.env ? { env: deps.env } : {}),
     };
     await group.run([

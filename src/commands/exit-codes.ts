@@ -7,7 +7,7 @@
  * | 0    | ok: `run` after a graceful drain; `wait`, `status` ready; `healthcheck` live; doctor's steps passed |
  * | 1    | not ok: cannot start, not ready (`status`, `wait` after `--timeout`), unhealthy, a doctor step failed, `token` refused |
  * | 2    | invalid configuration or usage: every problem listed by key |
- * | 3    | cannot reach the running sidecar's admin listener (`status`) |
+ * | 3    | cannot reach the running sidecar's admin listener, or what answers there is not it (`status`) |
  * | 130  | a second signal: exited without waiting |
  */
 export const EXIT_OK = 0;

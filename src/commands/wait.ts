@@ -1,4 +1,4 @@
-import { askAdmin } from '../observability/admin-client.js';
+import { askAdmin, isSidecarAnswer, NOT_SIDECAR } from '../observability/admin-client.js';
 import { adminTarget } from './admin-target.js';
 import type { CommandIo } from './io.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
@@ -24,7 +24,8 @@ const ASK_TIMEOUT_MS = 2_000;
  * `wait [--timeout 30s] [--admin URL] [--config FILE]`: blocks until the sidecar's `/readyz`
  * answers 200, for a script, a Kubernetes `postStart` hook or systemd's `ExecStartPost=` that must
  * not start the app before the sidecar holds a token (modelled on cloud-sql-proxy's `wait`).
- * Exit codes: 0 ready; 1 not ready within the timeout (the last readiness message on stderr);
+ * Exit codes: 0 ready (the sidecar's own 200, `{"status":"ready"}`); 1 not ready within the
+ * timeout (the last readiness message on stderr, an answer that is not the sidecar's named as such);
  * 2 a bad option or configuration.
  */
 export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number> {
@@ -43,13 +44,14 @@ export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number
   for (;;) {
     const budget = Math.max(1, Math.min(ASK_TIMEOUT_MS, deadline - Date.now()));
     const answer = await askAdmin(url, budget);
-    if (answer.status === 200 && !answer.failure) {
+    if (answer.status === 200 && !answer.failure && isSidecarAnswer('/readyz', answer)) {
       io.stdout.write(`ready: ${url.href} answered 200\n`);
       return EXIT_OK;
     }
     // An ask the deadline cut short says less than the answer before it.
     if (answer.failure === 'timeout' && budget < ASK_TIMEOUT_MS && last !== NO_ANSWER) break;
-    last = answer.failure === 'timeout' ? 'ask: timeout (no complete answer in time)' : answer.failure ?? `${answer.status}`;
+    last = answer.failure === 'timeout' ? 'ask: timeout (no complete answer in time)'
+      : answer.failure ?? (answer.status === 200 ? `${NOT_SIDECAR} /readyz (answered 200)` : `${answer.status}`);
     if (Date.now() >= deadline) break;
     await new Promise((r) => setTimeout(r, Math.min(args.intervalMs ?? INTERVAL_MS, Math.max(0, deadline - Date.now()))));
   }

@@ -1,4 +1,5 @@
 import { request } from 'node:http';
+import { printableDeep } from '../shared/printable.js';
 
 /**
  * The one client of the admin listener (observability/admin.ts), for every command that reads
@@ -8,6 +9,10 @@ import { request } from 'node:http';
  * (docs/traps.md). Bodies are read up to {@link MAX_ADMIN_BODY_BYTES}. A failure says why in
  * words a script can print: `timeout`, `refused: too many connections`, `refused: forbidden`,
  * `could not be reached (ECONNREFUSED)`, or the status with the listener's message.
+ *
+ * Whatever answers on the port may not be the sidecar: every string of an answer's body is made
+ * printable here, once, before any command prints it (shared/printable.ts), and each command
+ * checks the answer's shape ({@link isSidecarAnswer}) before believing it.
  */
 
 /** The admin listener's answers are a few hundred bytes; anything past this is not one of them. */
@@ -74,7 +79,7 @@ function judge(status: number, text: string): AdminAnswer {
   let body: AdminAnswer['body'];
   try {
     const parsed = JSON.parse(text) as unknown;
-    if (parsed !== null && typeof parsed === 'object') body = parsed as AdminAnswer['body'];
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) body = printableDeep(parsed) as AdminAnswer['body'];
   } catch {
     // not JSON: the status alone
   }
@@ -85,4 +90,17 @@ function judge(status: number, text: string): AdminAnswer {
   else if (status === 403) failure = 'refused: forbidden (answered 403: admin.allow does not admit this address)';
   else failure = `answered ${status}${message ? ` "${message}"` : ''}`;
   return { status, ...(body ? { body } : {}), failure };
+}
+
+/** What an answer that is not the sidecar's is reported as (exit 3 for `status`). */
+export const NOT_SIDECAR = 'answered something that is not the b2b-sidecar admin listener\'s';
+
+/**
+ * True when a 200 answer of `path` has the shape the sidecar's admin listener gives it
+ * (observability/admin.ts): `/healthz` `{"status":"ok"}`, `/readyz` `{"status":"ready"}`; `/status`
+ * is judged by the status command, which also needs the build. Anything else answering 200 on the
+ * port (another program, a proxy's error page) is not a verdict.
+ */
+export function isSidecarAnswer(path: '/healthz' | '/readyz', answer: AdminAnswer): boolean {
+  return answer.body?.status === (path === '/healthz' ? 'ok' : 'ready');
 }

@@ -31,6 +31,15 @@ export type GentokenCause =
 /** What asked for a gentoken call that the budget or a Retry-After held back (`gentoken_deferred_total{trigger}`). */
 export type GentokenTrigger = 'start' | 'renewal' | 'retry' | 'upstream_401' | 'rotation';
 
+/**
+ * The fair shares' numbers (`share_limit{limit}`, see parts/fair-shares.ts): streamed bodies one
+ * source and all sources may hold per route, the replay bytes past which a source may not take the
+ * budget's last share, and the replay room kept for small bodies received whole, in all and per
+ * client connection.
+ */
+export type ShareLimit = 'streams_per_source' | 'streams_all_sources' | 'replay_bytes_per_source' | 'replay_reserved_bytes' | 'replay_reserved_bytes_per_connection';
+export const SHARE_LIMITS: readonly ShareLimit[] = ['streams_per_source', 'streams_all_sources', 'replay_bytes_per_source', 'replay_reserved_bytes', 'replay_reserved_bytes_per_connection'];
+
 export const EGRESS_PROXY_FAILURES: readonly EgressProxyFailure[] = ['unreachable', 'auth', 'refused', 'closed', 'timeout'];
 /** Every `cause` label value of `token_request_failures_total`. */
 export const GENTOKEN_CAUSES: readonly GentokenCause[] = [
@@ -65,9 +74,19 @@ export interface Scrape {
   token: TokenStatus | undefined;
   /** Bytes of request bodies held for replay right now. */
   replayHeldBytes: number;
+  /** The fair shares: streamed bodies in flight and waiting, replay bytes held in the reserve, and the limits. */
+  shares: Shares;
   build: { version: string; node: string };
   /** The `notAfter` of each route's client certificate (it changes on reload). */
   certificates: ReadonlyMap<RouteName, () => Date | undefined>;
+}
+
+/** What the share gauges read (metrics.ts MetricSources.shares). */
+export interface Shares {
+  streamsActive: number;
+  streamsWaiting: number;
+  reservedHeldBytes: number;
+  limits: Readonly<Record<ShareLimit, number>> | undefined;
 }
 
 export interface MetricDefinition {
@@ -188,6 +207,23 @@ export const SIDECAR_METRICS = {
   replayBuffer: {
     name: 'b2b_sidecar_replay_buffer_bytes', type: 'gauge', help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).',
     read: (s) => s.replayHeldBytes,
+  },
+  streamedUploads: {
+    name: 'b2b_sidecar_streamed_uploads', type: 'gauge', help: 'Request bodies streamed upstream now (active: each holds a service connection), and those waiting, unread, for their source\'s share or the streams\' part of proxy.maxSockets (waiting).',
+    labels: ['state'], readEach: (s) => [[['active'], s.shares.streamsActive], [['waiting'], s.shares.streamsWaiting]],
+  },
+  replayReserved: {
+    name: 'b2b_sidecar_replay_reserved_bytes', type: 'gauge', help: 'Bytes of small request bodies received whole held in the replay room kept for them (share_limit{limit="replay_reserved_bytes"}); also counted in b2b_sidecar_replay_buffer_bytes.',
+    read: (s) => s.shares.reservedHeldBytes,
+  },
+  shareLimit: {
+    name: 'b2b_sidecar_share_limit', type: 'gauge', help: 'The fair shares\' numbers, derived from proxy.* at start: streamed bodies one source (streams_per_source) and all sources (streams_all_sources) may hold per route; replay bytes past which a source may not take the budget\'s last share (replay_bytes_per_source); replay bytes kept for small bodies received whole (replay_reserved_bytes), at most replay_reserved_bytes_per_connection each.',
+    labels: ['limit'],
+    *readEach(s) {
+      if (!s.shares.limits) return;
+      for (const limit of SHARE_LIMITS) yield [[limit], s.shares.limits[limit]];
+    },
+    note: 'docs/design.md, "Request bodies", explains each number.',
   },
   egressProxyFailures: {
     name: 'b2b_sidecar_egress_proxy_failures_total', type: 'counter', help: 'CONNECT tunnels through the egress proxy (service.proxy, localization.proxy or HTTPS_PROXY) that failed, by route and reason (unreachable, auth = 407, refused = any other non-2xx, closed, timeout).',

@@ -8,7 +8,7 @@ import type { Registry } from '@prometheus-io/client';
 import {
   EGRESS_PROXY_FAILURES, LABEL_VALUES, SIDECAR_METRICS, TRANSLATION_METRICS, TRANSLATION_STATES,
   type AnyListener, type CaptureDropReason, type ConnectionRefusalReason, type EgressProxyFailure, type GentokenCause,
-  type GentokenTrigger, type RefreshResult, type RetryReason, type RouteName,
+  type GentokenTrigger, type RefreshResult, type RetryReason, type RouteName, type Shares,
 } from './metric-definitions.js';
 import { registerMetrics } from './metric-registration.js';
 import { Registry as RegistryClass, collectDefaultMetrics } from './prom-client-core.js';
@@ -69,10 +69,13 @@ export interface MetricSources {
   status(): { token: TokenStatus | undefined };
   /** Bytes of request bodies held for replay right now. */
   replayHeldBytes(): number;
+  /** The fair shares now (streams, the replay reserve) and their limits; none when absent. */
+  shares?(): Shares;
 }
 
 /** No token, nothing held: what a registry for the docs or a test reads. */
 const IDLE: MetricSources = { status: () => ({ token: undefined }), replayHeldBytes: () => 0 };
+const NO_SHARES: Shares = { streamsActive: 0, streamsWaiting: 0, reservedHeldBytes: 0, limits: undefined };
 /** Anything else becomes OTHER, so a client inventing methods cannot create series (docs/traps.md T25). */
 const METHODS = LABEL_VALUES.method;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
@@ -103,7 +106,7 @@ export function createMetrics(registry: Registry, sources: MetricSources = IDLE,
   for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
   const certificates = new Map<RouteName, () => Date | undefined>();
   const m = registerMetrics(registry, SIDECAR_METRICS, () => ({
-    token: sources.status().token, replayHeldBytes: sources.replayHeldBytes(), build, certificates,
+    token: sources.status().token, replayHeldBytes: sources.replayHeldBytes(), shares: sources.shares?.() ?? NO_SHARES, build, certificates,
   }));
   const requests = m.requests;
   const egressRoutes = new Set<RouteName>();

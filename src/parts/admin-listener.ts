@@ -8,8 +8,9 @@ import type { Made, PartDeps } from './made.js';
 
 /**
  * The admin listener's own limits: small requests from Prometheus and probes. A connection that
- * has not sent its request head within 2 s is answered 408 and closed, and an idle kept-alive one
- * is closed 2 s after its last answer: idle connections cannot hold the listener for long.
+ * has not sent its request head within 2 s is answered 408 and closed, an idle kept-alive one is
+ * closed 2 s after its last answer, and at 64 connections the longest-idle one is closed to let a
+ * new one in: idle connections cannot hold the listener.
  */
 const ADMIN_LIMITS = { requestTimeoutMs: 30_000, headersTimeoutMs: 2_000, keepAliveTimeoutMs: 2_000, maxHeaderBytes: 16_384, maxConnections: 64 };
 
@@ -48,6 +49,9 @@ export function adminListenerPart(deps: PartDeps, made: Made, views: AdminViews)
         // Judged as the connection opens: idle connections from a refused source must not fill the
         // listener's 64 and take /healthz (and the liveness probe) down.
         admit: allows,
+        // At 64, the longest-idle connection makes room for a new one: a probe's request is
+        // answered however many idle connections local processes keep opening.
+        evictIdle: true,
         exemptFromPerSource: (peer) => peer !== undefined && PROBE_SOURCES.has(peer),
         onRefused: (reason) => metrics.connectionRefused('admin', reason),
         ...counted(metrics, 'admin'),

@@ -7,6 +7,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { SidecarStatus } from '../observability/status.js';
 import type { Listener } from '../proxy/listener.js';
 import type { ReplayBudget } from '../proxy/replay-body.js';
+import type { UploadShare } from '../proxy/upload-share.js';
 import type { ServicePart } from '../service/service-part.js';
 import type { Clock } from '../shared/clock.js';
 import type { RunGroup } from '../shared/run-group.js';
@@ -23,6 +24,8 @@ export interface PartDeps {
   metrics: Metrics;
   registry: Registry;
   replayBudget: ReplayBudget;
+  /** The bounds on streamed request bodies (fair-shares.ts), shared by every proxy listener. */
+  uploadShare: UploadShare;
   clock: Clock;
   logger: Logger;
   secrets: SecretSet;

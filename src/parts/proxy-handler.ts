@@ -6,7 +6,7 @@ import { need, type Made, type PartDeps } from './made.js';
 
 /** The request handler every proxy listener serves, over the routes the parts before it made. */
 export function proxyHandlerPart(deps: PartDeps, made: Made): Part {
-  const { config, metrics, logger, clock, replayBudget, secrets } = deps;
+  const { config, metrics, logger, clock, replayBudget, uploadShare, secrets } = deps;
   return {
     name: 'proxy handler',
     start() {
@@ -16,7 +16,7 @@ export function proxyHandlerPart(deps: PartDeps, made: Made): Part {
         routes, guard: compileIpGuard(config.guard.allow, config.guard.trustedProxies), metrics, logger, clock,
         replayBodyLimitBytes: config.proxy.replayBodyLimitBytes, replayBudget, logRequests: config.log.requests,
         minUploadBytesPerSecond: config.proxy.minUploadBytesPerSecond,
-        streamedUploadsPerSource: Math.max(1, Math.floor(config.proxy.maxSockets * config.proxy.streamedUploadShare)),
+        uploadShare,
         diagnosticRedact: (text) => secrets.redactFragments(text),
       });
       // The listeners' connection series start at 0 here, in the order /metrics has always listed

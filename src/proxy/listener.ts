@@ -9,6 +9,7 @@ import { protocolRefusal } from './request-protocol.js';
 import { sendJson } from '../shared/send-json.js';
 import { clearStaleSocket, createSocketFile, LOCAL_SOCKET, removeSocketFile, type SocketFile } from './local-socket.js';
 import { fullListenerLogger, type FullListenerReport } from './full-listener.js';
+import { IdleEviction } from './idle-eviction.js';
 
 export interface ListenerLimits {
   requestTimeoutMs: number;
@@ -36,6 +37,11 @@ export interface ConnectionPolicy {
   local?: boolean;
   /** Reports connections dropped because the listener holds `maxConnections` (a log line at most once a minute). */
   full?: FullListenerReport;
+  /**
+   * At `maxConnections`, close the longest-idle connection to let a new one in (idle-eviction.ts)
+   * rather than refuse it: the admin listener, whose probes must get through idle connections.
+   */
+  evictIdle?: boolean;
   /** Each connection as it opens (refused ones too) and as it closes: the per-listener metrics. */
   onOpen?: () => void;
   onClose?: () => void;
@@ -101,6 +107,7 @@ export function createListener(
     if (req.headers.upgrade !== undefined && offersOnlyH2c(req.headers.upgrade)) dropH2cOffer(req.headers);
     handler(req, res);
   };
+  const eviction = policy.evictIdle && !policy.local ? new IdleEviction(limits.maxConnections) : undefined;
   const server = createServer(
     {
       requestTimeout: limits.requestTimeoutMs,
@@ -118,6 +125,7 @@ export function createListener(
       // `on`, not `once`: a response emits 'close' once (Node's _closed flag), and `once` would
       // allocate a wrapper per request.
       res.on('close', responseClosed);
+      if (eviction) holdAgainstEviction(eviction, req, res);
       // While draining, finish this request but do not keep the connection for another.
       if (closing) res.shouldKeepAlive = false;
       admitInOrder(req, res, dispatch);
@@ -131,7 +139,9 @@ export function createListener(
   // with all of them: a Content-Length after 2000 lines was invisible here and the body was
   // dropped (docs/traps.md T30). Without a count limit the header byte cap governs.
   server.maxHeadersCount = 0;
-  server.maxConnections = limits.maxConnections;
+  // With eviction the cap is kept as connections open (IdleEviction); Node's own is only a
+  // backstop then, with room for evicted sockets still closing and refused ones lingering.
+  server.maxConnections = eviction ? limits.maxConnections * 2 : limits.maxConnections;
   // Past maxConnections Node closes each new connection at once and says so only through 'drop'
   // (docs/traps.md T52): count it and say it, or a full listener is invisible.
   const logFull = policy.full ? fullListenerLogger(logger, limits.maxConnections, policy.full) : undefined;
@@ -147,7 +157,7 @@ export function createListener(
     });
   }
   if (policy.local) server.prependListener('connection', (socket: Socket) => { (socket as Socket & { [LOCAL_SOCKET]?: boolean })[LOCAL_SOCKET] = true; });
-  else guardConnections(server, limits.maxConnectionsPerSource, policy, logger);
+  else guardConnections(server, limits.maxConnectionsPerSource, policy, logger, eviction, logFull);
   server.on('connect', (_req: IncomingMessage, socket: Duplex) => refuseAfterPending(socket, 405, 'CONNECT is not supported: this is not a forward proxy'));
   server.on('upgrade', (req: IncomingMessage, socket: Socket, bodyHead: Buffer) => {
     if (!offersOnlyH2c(req.headers.upgrade)) {
@@ -161,13 +171,30 @@ export function createListener(
       else refeedWithoutUpgrade(server, socket, req, bodyHead, b);
     }, () => socket.destroy()));
   });
+  // A socket whose failed request was answered through its response: the parser reports each
+  // later chunk of bytes as another error, and the answer must still get out.
+  const answeredInPlace = new WeakSet<Duplex>();
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (answeredInPlace.has(socket)) return;
     const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
     if (err.code !== 'ECONNRESET') logger.debug('malformed or slow client request refused', { code: err.code, status });
-    // Behind a pipelined request still being answered, a raw answer would be read as the
-    // response to the earlier request, and the failed parser cannot wait: close instead.
-    if (pendingResponses(socket) > 0) socket.destroy();
-    else rawAnswer(socket, status, status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request');
+    const message = status === 431 ? 'request headers too large' : status === 408 ? 'request timed out' : 'malformed request';
+    const pending = pendingResponses(socket);
+    if (pending === 0) return rawAnswer(socket, status, message);
+    // The error is in the body of the one request being answered (a malformed chunk): while none
+    // of its answer has gone out, it is the answer, through its own response, with
+    // `Connection: close` (the handler then sees its body fail and ends the upstream exchange).
+    // Node does the same when nobody listens for 'clientError' (docs/traps.md T70).
+    const current = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (pending === 1 && current && !current.headersSent && !current.destroyed && current.req.complete === false && socket.writable) {
+      answeredInPlace.add(socket);
+      current.shouldKeepAlive = false;
+      sendJson(current, status, status === 400 ? 'malformed request body' : message);
+      return;
+    }
+    // Behind a pipelined request still being answered, or once an answer has begun, a raw answer
+    // would be read as (part of) an earlier response, and the failed parser cannot wait: close.
+    socket.destroy();
   });
 
   // The unix socket this listener linked into place (listenPath): removed when it closes.
@@ -228,8 +255,8 @@ export function createListener(
  * fill `maxConnections` and take the listener from everyone (the admin listener's /healthz among
  * them, and with it the liveness probe).
  */
-function guardConnections(server: Server, perSource: number | undefined, policy: ConnectionPolicy, logger: Logger): void {
-  if (!policy.admit && perSource === undefined) return;
+function guardConnections(server: Server, perSource: number | undefined, policy: ConnectionPolicy, logger: Logger, eviction: IdleEviction | undefined, logFull: (() => void) | undefined): void {
+  if (!policy.admit && perSource === undefined && !eviction) return;
   const open = new Map<string, number>();
   // http.Server attaches its parser in its own 'connection' listener; run it only for admitted sockets.
   const attach = server.listeners('connection') as Array<(socket: Socket) => void>;
@@ -258,6 +285,10 @@ function guardConnections(server: Server, perSource: number | undefined, policy:
         else open.delete(key);
       });
     }
+    if (eviction && !eviction.admit(socket)) {
+      logFull?.();
+      return refuseConnection(socket, 'max_connections', 503, 'the listener is full');
+    }
     for (const listener of attach) listener.call(server, socket);
   });
 
@@ -270,6 +301,13 @@ function guardConnections(server: Server, perSource: number | undefined, policy:
     socket.once('close', () => clearTimeout(timer));
     rawAnswer(socket, status, message);
   }
+}
+
+/** A connection whose request is being answered is not evicted; it is again once the answer is over. */
+function holdAgainstEviction(eviction: IdleEviction, req: IncomingMessage, res: ServerResponse): void {
+  const socket = req.socket;
+  eviction.busy(socket);
+  res.once('close', () => eviction.idle(socket));
 }
 
 /**

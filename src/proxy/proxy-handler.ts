@@ -40,10 +40,11 @@ export interface ProxyHandlerOptions {
   /** `proxy.minUploadBytesPerSecond`: a body being read that falls behind this rate is cut with 408; 0 = off. */
   minUploadBytesPerSecond?: number;
   /**
-   * Most request bodies one source streams upstream at once on a route (`proxy.streamedUploadShare`
-   * of `proxy.maxSockets`); more wait, unread. Unbounded when absent.
+   * The bounds on request bodies streamed upstream at once on a route (per source, and all sources
+   * together: upload-share.ts); more wait, unread. Built once by the sidecar (its gauges read it);
+   * unbounded when absent.
    */
-  streamedUploadsPerSource?: number;
+  uploadShare?: UploadShare;
   /** Scrubs the sidecar's secrets from an answer to a diagnostic probe (`doctor`; respond.ts). */
   diagnosticRedact?: (text: string) => string;
 }
@@ -57,7 +58,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   const { metrics, logger, clock } = options;
   const replay = { limit: options.replayBodyLimitBytes, budget: options.replayBudget, onDrop: metrics.replayCaptureDropped };
   const paces = new UploadPaces(options.minUploadBytesPerSecond ?? 0, clock);
-  const bodies = new RequestBodies(replay, paces, new UploadShare(options.streamedUploadsPerSource ?? Number.MAX_SAFE_INTEGER));
+  const bodies = new RequestBodies(replay, paces, options.uploadShare ?? new UploadShare(Number.MAX_SAFE_INTEGER));
   const routes = byLongestPrefix(options.routes);
   const allowed = guardCheck(options.guard);
   const responder = createResponder({
@@ -97,7 +98,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     if (!hasBody(req)) return dispatch(undefined);
     // Received whole first (small), or streamed within the source's share (large or chunked);
     // either way the credentials are the current ones at dispatch.
-    body = bodies.open(req, source ?? 'unknown', `${route.name} ${source}`, () => {
+    body = bodies.open(req, source ?? 'unknown', route.name, () => {
       // Too slow: answer (if nothing went out yet), then release the upstream exchange and its
       // pooled connection, if it has one; the client's connection closes after the answer.
       logger.warn('request body too slow: cut', { route: route.name, method, source, minBytesPerSecond: paces.bytesPerSecond });

@@ -5,6 +5,18 @@ import type { StreamedBody } from '../upstream/engine.js';
 import type { UploadPace } from './upload-pace.js';
 
 /**
+ * The room a request body received whole may always book (ReplayHold.takeWhole): `bytes` in all,
+ * kept out of everyone else's reach, and at most `perConnection` of it for one body. Sized as
+ * `perConnection` × every client connection the listeners accept, and a connection holds one body
+ * at a time (its requests are handled in order: connection-order.ts), so a small complete body
+ * always finds its room, whatever other clients hold and whichever addresses they use.
+ */
+export interface ReplayReserve {
+  bytes: number;
+  perConnection: number;
+}
+
+/**
  * The bytes held for replay across every request in flight. Each request's copy is bounded by
  * `proxy.replayBodyLimitBytes`; this bounds their sum (`proxy.replayBufferTotalBytes`), so 50
  * concurrent uploads cannot hold 50 × the per-request limit, and each source's part of that sum
@@ -12,25 +24,45 @@ import type { UploadPace } from './upload-pace.js';
  * every other client's uploads without a replay. A request that would exceed either simply loses
  * its replay (its 401 is passed back, as for a body above the limit).
  *
+ * Sources are addresses, and addresses are not clients: one process can use several (127.0.0.1 …
+ * 127.0.0.4), and every app on a host uses one. So a `reserve` is kept apart for small bodies
+ * received whole, one per client connection ({@link ReplayReserve}): what sources book in general
+ * never reaches it (docs/design.md, "Request bodies").
+ *
  * A body books through a `ReplayHold` opened once for its source (the one Map lookup per body);
  * its chunks then book without a lookup, and `close` gives back exactly what it booked.
  */
 export class ReplayBudget {
   readonly #total: Held = { held: 0 };
+  readonly #reserved: Held = { held: 0 };
   readonly #sources = new Map<string, SourceHeld>();
   readonly perSource: number;
+  /** What sources book in general: the capacity less the reserve. */
+  readonly general: number;
+  readonly reserve: ReplayReserve;
 
-  /** `perSource`: most bytes one source may hold at once; the whole capacity when absent. */
-  constructor(readonly capacity: number, perSource = capacity) {
-    this.perSource = Math.min(perSource, capacity);
+  /**
+   * `perSource`: most bytes one source may hold at once; the whole capacity when absent.
+   * `reserve`: the room kept for small bodies received whole; none when absent.
+   */
+  constructor(readonly capacity: number, perSource = capacity, reserve: ReplayReserve = { bytes: 0, perConnection: 0 }) {
+    const bytes = Math.min(Math.max(0, reserve.bytes), capacity);
+    this.reserve = { bytes, perConnection: Math.min(reserve.perConnection, bytes) };
+    this.general = capacity - bytes;
+    this.perSource = Math.min(perSource, this.general);
   }
 
-  /** Bytes currently held (the `b2b_sidecar_replay_buffer_bytes` gauge). */
+  /** Bytes currently held, the reserve included (the `b2b_sidecar_replay_buffer_bytes` gauge). */
   get held(): number {
-    return this.#total.held;
+    return this.#total.held + this.#reserved.held;
   }
 
-  /** Bytes currently held for `source` (tests and diagnostics). */
+  /** Bytes currently held in the reserve. */
+  get reservedHeld(): number {
+    return this.#reserved.held;
+  }
+
+  /** Bytes currently held for `source` outside the reserve (tests and diagnostics). */
   heldBy(source: string): number {
     return this.#sources.get(source)?.held ?? 0;
   }
@@ -48,7 +80,7 @@ export class ReplayBudget {
       this.#sources.set(source, account);
     }
     account.holds++;
-    return new ReplayHold(this.#total, account, this.capacity, this.perSource, () => this.#sources.delete(source));
+    return new ReplayHold(this.#total, account, this.general, this.perSource, () => this.#sources.delete(source), this.#reserved, this.reserve);
   }
 }
 
@@ -64,6 +96,8 @@ interface SourceHeld extends Held {
 /** One body's booking in the replay budget (ReplayBudget.open). */
 export class ReplayHold {
   #booked = 0;
+  /** Booked in the reserve (takeWhole), given back there. */
+  #reservedBooked = 0;
   #closed = false;
 
   constructor(
@@ -72,11 +106,13 @@ export class ReplayHold {
     readonly capacity: number,
     readonly perSource: number,
     readonly forget: () => void,
+    readonly reserved: Held = { held: 0 },
+    readonly reserve: ReplayReserve = { bytes: 0, perConnection: 0 },
   ) {}
 
   /** Bytes this hold has booked. */
   get booked(): number {
-    return this.#booked;
+    return this.#booked + this.#reservedBooked;
   }
 
   /**
@@ -95,13 +131,28 @@ export class ReplayHold {
     return undefined;
   }
 
+  /**
+   * Books a whole body of `bytes` at once (one received whole before it goes upstream): as `take`,
+   * and when that is refused, in the reserve if the body is within its per-connection room.
+   */
+  takeWhole(bytes: number): CaptureDropReason | undefined {
+    const refused = this.take(bytes);
+    if (!refused || this.#closed || this.booked > 0) return refused;
+    if (bytes > this.reserve.perConnection || this.reserved.held + bytes > this.reserve.bytes) return refused;
+    this.reserved.held += bytes;
+    this.#reservedBooked = bytes;
+    return undefined;
+  }
+
   /** Gives back everything booked and ends the hold. Idempotent. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.source.held -= this.#booked;
     this.total.held -= this.#booked;
+    this.reserved.held -= this.#reservedBooked;
     this.#booked = 0;
+    this.#reservedBooked = 0;
     if (--this.source.holds === 0) this.forget();
   }
 }

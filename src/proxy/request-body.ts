@@ -28,7 +28,7 @@ export function hasBody(req: IncomingMessage): boolean {
  * pooled service connection (nginx's `proxy_request_buffering on`), so a slow client costs the
  * service pool nothing; the engine gets a Buffer, which is also the replay copy. A larger or
  * chunked body streams (a ReplayTee, a copy kept while it fits), and only within the source's
- * share of the pool (upload-share.ts). Every body, either way, is held to the minimum upload
+ * share of the pool and the part of it streams may use (upload-share.ts). Every body, either way, is held to the minimum upload
  * rate (upload-pace.ts) while it is read. Built once per handler.
  */
 export class RequestBodies {
@@ -36,25 +36,25 @@ export class RequestBodies {
 
   /**
    * The body of a request for which `hasBody` is true. `source` names the client's share of the
-   * replay budget, `key` the share of the pool it streams under (route and source); `onSlow` runs
-   * once if the upload falls below the minimum rate.
+   * replay budget and, with `route`, of the pool it streams in; `onSlow` runs once if the upload
+   * falls below the minimum rate.
    */
-  open(req: IncomingMessage, source: string, key: string, onSlow: () => void): RequestBody {
+  open(req: IncomingMessage, source: string, route: string, onSlow: () => void): RequestBody {
     const replay = this.replay;
     if (req.headers['transfer-encoding'] === undefined) {
       const length = Number(req.headers['content-length']);
       if (length <= replay.limit) {
         // Booked whole up front: the budget (and the source's part of it) bounds what slow
-        // clients can make the sidecar hold.
+        // clients can make the sidecar hold; a small one finds the reserve kept per connection.
         const hold = replay.budget.open(source);
-        const refused = hold.take(length);
+        const refused = hold.takeWhole(length);
         if (!refused) return new BufferedBody(req, hold, this.paces.watch(onSlow));
         hold.close();
         replay.onDrop(refused);
       }
-      return new StreamedRequestBody(req, this, source, key, 0, onSlow);
+      return new StreamedRequestBody(req, this, source, route, 0, onSlow);
     }
-    return new StreamedRequestBody(req, this, source, key, replay.limit, onSlow);
+    return new StreamedRequestBody(req, this, source, route, replay.limit, onSlow);
   }
 }
 
@@ -75,14 +75,14 @@ class StreamedRequestBody implements RequestBody {
   #send: ((content: ReplayTee) => void) | undefined;
   #over = false;
 
-  constructor(req: IncomingMessage, bodies: RequestBodies, source: string, key: string, copyLimit: number, onSlow: () => void) {
+  constructor(req: IncomingMessage, bodies: RequestBodies, source: string, route: string, copyLimit: number, onSlow: () => void) {
     this.replayable = copyLimit > 0;
     this.#req = req;
     this.#bodies = bodies;
     this.#source = source;
     this.#copyLimit = copyLimit;
     this.#onSlow = onSlow;
-    this.#slot = bodies.share.take(key, this.#start);
+    this.#slot = bodies.share.take(`${route} ${source}`, this.#start, route);
   }
 
   readonly #start = (): void => {

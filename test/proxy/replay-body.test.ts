@@ -159,4 +159,36 @@ describe('ReplayBudget', () => {
     hold.close();
     assert.equal(new ReplayBudget(100, 500).perSource, 100);
   });
+
+  it('keeps a reserve for small bodies received whole that no source\'s bookings reach, one room per connection', () => {
+    // 100 bytes, 20 of them kept as rooms of 5; sources share the other 80 (25 each past which they may not take the last share).
+    const budget = new ReplayBudget(100, 25, { bytes: 20, perConnection: 5 });
+    assert.deepEqual([budget.general, budget.perSource], [80, 25]);
+    const hog = budget.open('127.0.0.1');
+    assert.equal(hog.take(55), undefined);
+    assert.equal(hog.take(1), 'source_limit', 'the last share of the general part is the other sources\'');
+    const other = budget.open('127.0.0.2');
+    assert.equal(other.take(25), undefined);
+    const third = budget.open('127.0.0.3');
+    assert.equal(third.take(1), 'global_limit', 'the general part is full');
+    third.close();
+    // Another app behind 127.0.0.1: its small body finds its room, up to four more besides.
+    const small = Array.from({ length: 4 }, () => budget.open('127.0.0.1'));
+    for (const hold of small) assert.equal(hold.takeWhole(5), undefined);
+    assert.deepEqual([budget.held, budget.reservedHeld], [100, 20]);
+    const late = budget.open('127.0.0.9');
+    assert.equal(late.takeWhole(1), 'global_limit', 'every room taken');
+    late.close();
+    // A body larger than a room, or a streamed copy (take), never reaches the reserve.
+    small[0]!.close();
+    const large = budget.open('127.0.0.4');
+    assert.equal(large.takeWhole(6), 'global_limit');
+    large.close();
+    const streamed = budget.open('127.0.0.5');
+    assert.equal(streamed.take(1), 'global_limit');
+    streamed.close();
+    // Everything goes back where it was booked.
+    for (const hold of [hog, other, ...small]) hold.close();
+    assert.deepEqual([budget.held, budget.reservedHeld, budget.sources], [0, 0, 0]);
+  });
 });
