@@ -151,6 +151,13 @@ for command in kill useradd; do in_root "$r1" sh -c "command -v $command" >/dev/
 [ ! -e "$r1/etc/systemd/system/multi-user.target.wants/b2b-sidecar.service" ] || fail "the package enabled the service"
 [ "$(readlink "$r1/usr/bin/b2b-sidecar")" = ../lib/b2b-sidecar/bin/b2b-sidecar ] || fail "/usr/bin/b2b-sidecar is not the launcher's symlink"
 
+step "root 1: the README's links into docs/, deploy/, config/ and bench/ resolve in /usr/share/doc/b2b-sidecar"
+doc="$r1/usr/share/doc/b2b-sidecar"
+links=$(grep -oE '\]\((docs|deploy|config|bench)/[^)#]*' "$doc/README.md" | sed 's/^](//' | sort -u)
+[ -n "$links" ] || fail "no links found in the installed README.md"
+for link in $links; do [ -e "$doc/$link" ] || fail "README.md links $link, which the package does not ship in /usr/share/doc/b2b-sidecar"; done
+printf '%s links resolve, among them %s\n' "$(wc -l <<<"$links")" "$(grep -m2 'deploy/\(prometheus\|grafana\)' <<<"$links" | tr '\n' ' ')"
+
 step "root 1: b2b-sidecar --version"
 got=$(in_root "$r1" b2b-sidecar --version) || fail "b2b-sidecar --version failed"
 [ "$got" = "$version" ] || fail "b2b-sidecar --version printed '$got', expected '$version'"

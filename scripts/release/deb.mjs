@@ -29,6 +29,12 @@ export const DEPENDS = 'libc6 (>= 2.28), libgcc-s1 (>= 3.4), libstdc++6 (>= 5.2)
 // unit is the same in every artifact, and /bin/kill is what Debian's own units use); both are in
 // every Debian install, minbase included for passwd, and every standard one for procps.
 
+/**
+ * What moves from the tree to /usr/share/doc/b2b-sidecar, so the README's relative links resolve
+ * there: deploy/ and config/ too (its alerts, dashboard, manifests and example config).
+ */
+export const DOC_NAMES = ['README.md', 'docs', 'bench', 'deploy', 'config'];
+
 /** The credential files the conffile names: the package's own, made by postinst (not a container's /run/secrets). */
 export const CREDENTIAL_FILES = { apiKeyFile: '/etc/b2b-sidecar/api-key', passwordFile: '/etc/b2b-sidecar/password' };
 
@@ -58,8 +64,7 @@ export function buildDeb({ tree, arch, version, epoch, maintainer, out, work }) 
 
   // Documentation belongs under /usr/share/doc (Debian policy 12.3); the tree's copies move there.
   mkdirSync(doc, { recursive: true });
-  // deploy/ and config/ too: the README links its alerts, dashboard, manifests and example config there.
-  for (const name of ['README.md', 'docs', 'bench', 'deploy', 'config']) renameSync(join(lib, name), join(doc, name));
+  for (const name of DOC_NAMES) renameSync(join(lib, name), join(doc, name));
   // changelog.gz is the Debian changelog of this native package (one entry); the project's own is CHANGELOG.md.gz.
   writeFileSync(join(doc, 'CHANGELOG.md.gz'), gzipSync(readFileSync(join(lib, 'CHANGELOG.md')), { level: 9 }));
   writeFileSync(join(doc, 'changelog.gz'), gzipSync(debianChangelog({ version, maintainer, epoch }), { level: 9 }));
