@@ -132,12 +132,13 @@ cp "$release/$deb" "$r1/tmp/"
 in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 "/tmp/$deb" || fail "apt-get install ./$deb failed in a minimal $suite"
 
 step "root 1: files, modes, conffile, nothing enabled or started"
-modes=$(cd "$r1" && stat -c '%n %a %U:%G' etc/b2b-sidecar etc/b2b-sidecar/sidecar.yaml etc/b2b-sidecar/api-key etc/b2b-sidecar/password)
+# stat in the root: the names are the root's users and groups (b2b-sidecar is made there).
+modes=$(in_root "$r1" stat -c '%n %a %U:%G' /etc/b2b-sidecar /etc/b2b-sidecar/sidecar.yaml /etc/b2b-sidecar/api-key /etc/b2b-sidecar/password)
 printf '%s\n' "$modes"
-[ "$modes" = "etc/b2b-sidecar 755 root:root
-etc/b2b-sidecar/sidecar.yaml 640 root:b2b-sidecar
-etc/b2b-sidecar/api-key 600 root:root
-etc/b2b-sidecar/password 600 root:root" ] || fail "unexpected modes under /etc/b2b-sidecar"
+[ "$modes" = "/etc/b2b-sidecar 755 root:root
+/etc/b2b-sidecar/sidecar.yaml 640 root:b2b-sidecar
+/etc/b2b-sidecar/api-key 600 root:root
+/etc/b2b-sidecar/password 600 root:root" ] || fail "unexpected modes under /etc/b2b-sidecar"
 in_root "$r1" dpkg-query -W -f='${Conffiles}\n' b2b-sidecar | grep -q '^ /etc/b2b-sidecar/sidecar.yaml ' || fail "sidecar.yaml is not a conffile"
 # The conffile names the package's own credential files, not a container's /run/secrets.
 grep -qx '  apiKeyFile: /etc/b2b-sidecar/api-key' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile's apiKeyFile is not /etc/b2b-sidecar/api-key"

@@ -5,7 +5,9 @@
 /** The .deb: /usr/lib/systemd/system/b2b-sidecar.service, the launcher's symlink in /usr/bin. */
 export const DEB_UNIT = {
   program: '/usr/bin/b2b-sidecar',
-  documentation: 'man:b2b-sidecar(1) file:/usr/share/doc/b2b-sidecar/docs/install.md file:/usr/share/doc/b2b-sidecar/docs/runbook.md',
+  // No man:b2b-sidecar(1) here, though the package installs it: `systemd-analyze verify` runs `man`
+  // for such a URI and fails the unit where man-db is not installed (minimal and container hosts).
+  documentation: 'file:/usr/share/doc/b2b-sidecar/docs/install.md file:/usr/share/doc/b2b-sidecar/docs/runbook.md',
   header: [
     '# b2b-sidecar as the Debian package installs it (/usr/lib/systemd/system/b2b-sidecar.service;',
     '# an upgrade replaces this file: change settings with `systemctl edit b2b-sidecar`, a drop-in).',
