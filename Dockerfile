@@ -1,6 +1,10 @@
 # b2b-sidecar container image.
 #
 #   docker build -t b2b-sidecar:0.1.0 .
+#   podman build --format docker -t b2b-sidecar:0.1.0 .    # (or buildah bud --format docker)
+# podman and buildah write OCI images by default, and the OCI format has no health check: without
+# --format docker they drop HEALTHCHECK below (with a warning). From a release's Linux archive
+# instead of a checkout: deploy/container/Dockerfile (docs/install.md, "A container image").
 #   docker run --rm -v "$PWD/sidecar.yaml:/etc/b2b-sidecar/sidecar.yaml:ro" \
 #     -v "$PWD/secrets:/run/secrets/b2b:ro" -p 127.0.0.1:8080:8080 b2b-sidecar:0.1.0
 #

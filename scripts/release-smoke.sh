@@ -6,8 +6,10 @@
 #      that runs the unit; cached for the day as a tarball in ~/.cache/b2b-sidecar/roots/): apt
 #      installs the .deb from the file alone (no package lists: its Depends must already be there); the modes of /etc/b2b-sidecar, the conffile, the service neither enabled
 #      nor started; b2b-sidecar --version; systemd-analyze verify on the unit as installed;
-#      b2b-sidecar demo answers 200 through the sidecar; apt remove keeps the edited config and
-#      the credentials, apt purge removes them.
+#      the conffile names the package's credential files and only root and the group b2b-sidecar
+#      read it; check-config accepts it; b2b-sidecar demo answers 200 through the sidecar; apt
+#      remove keeps the edited config and the credentials, apt purge removes them and the enable
+#      link and names what it leaves (an administrator's client key, the system user).
 #   3. A second fresh root: the linux-x64 archive unpacked in /opt as the README says;
 #      bin/b2b-sidecar (also through a symlink on PATH) --version, demo, systemd-analyze verify of
 #      the archive's unit (ExecStart=/opt/b2b-sidecar/bin/b2b-sidecar).
@@ -130,15 +132,32 @@ cp "$release/$deb" "$r1/tmp/"
 in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Use-Pty=0 "/tmp/$deb" || fail "apt-get install ./$deb failed in a minimal $suite"
 
 step "root 1: files, modes, conffile, nothing enabled or started"
-modes=$(cd "$r1" && stat -c '%n %a %U:%G' etc/b2b-sidecar etc/b2b-sidecar/sidecar.yaml etc/b2b-sidecar/api-key etc/b2b-sidecar/password)
+# stat in the root: the names are the root's users and groups (b2b-sidecar is made there).
+modes=$(in_root "$r1" stat -c '%n %a %U:%G' /etc/b2b-sidecar /etc/b2b-sidecar/sidecar.yaml /etc/b2b-sidecar/api-key /etc/b2b-sidecar/password)
 printf '%s\n' "$modes"
-[ "$modes" = "etc/b2b-sidecar 755 root:root
-etc/b2b-sidecar/sidecar.yaml 644 root:root
-etc/b2b-sidecar/api-key 600 root:root
-etc/b2b-sidecar/password 600 root:root" ] || fail "unexpected modes under /etc/b2b-sidecar"
+[ "$modes" = "/etc/b2b-sidecar 755 root:root
+/etc/b2b-sidecar/sidecar.yaml 640 root:b2b-sidecar
+/etc/b2b-sidecar/api-key 600 root:root
+/etc/b2b-sidecar/password 600 root:root" ] || fail "unexpected modes under /etc/b2b-sidecar"
 in_root "$r1" dpkg-query -W -f='${Conffiles}\n' b2b-sidecar | grep -q '^ /etc/b2b-sidecar/sidecar.yaml ' || fail "sidecar.yaml is not a conffile"
+# The conffile names the package's own credential files, not a container's /run/secrets.
+grep -qx '  apiKeyFile: /etc/b2b-sidecar/api-key' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile's apiKeyFile is not /etc/b2b-sidecar/api-key"
+grep -qx '  passwordFile: /etc/b2b-sidecar/password' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile's passwordFile is not /etc/b2b-sidecar/password"
+! grep -q '/run/secrets' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile still names /run/secrets"
+# The service's user (DynamicUser= takes it) reads the config through its group; others cannot.
+in_root "$r1" setpriv --reuid=b2b-sidecar --regid=b2b-sidecar --init-groups cat /etc/b2b-sidecar/sidecar.yaml >/dev/null || fail "the user b2b-sidecar cannot read sidecar.yaml"
+! in_root "$r1" setpriv --reuid=nobody --regid=nogroup --clear-groups cat /etc/b2b-sidecar/sidecar.yaml >/dev/null 2>&1 || fail "nobody can read sidecar.yaml"
+printf 'conffile: the package'"'"'s credential files; readable by root and the group b2b-sidecar only\n'
+for command in kill useradd; do in_root "$r1" sh -c "command -v $command" >/dev/null || fail "$command is missing though the package depends on what provides it"; done
 [ ! -e "$r1/etc/systemd/system/multi-user.target.wants/b2b-sidecar.service" ] || fail "the package enabled the service"
 [ "$(readlink "$r1/usr/bin/b2b-sidecar")" = ../lib/b2b-sidecar/bin/b2b-sidecar ] || fail "/usr/bin/b2b-sidecar is not the launcher's symlink"
+
+step "root 1: the README's links into docs/, deploy/, config/ and bench/ resolve in /usr/share/doc/b2b-sidecar"
+doc="$r1/usr/share/doc/b2b-sidecar"
+links=$(grep -oE '\]\((docs|deploy|config|bench)/[^)#]*' "$doc/README.md" | sed 's/^](//' | sort -u)
+[ -n "$links" ] || fail "no links found in the installed README.md"
+for link in $links; do [ -e "$doc/$link" ] || fail "README.md links $link, which the package does not ship in /usr/share/doc/b2b-sidecar"; done
+printf '%s links resolve, among them %s\n' "$(wc -l <<<"$links")" "$(grep -m2 'deploy/\(prometheus\|grafana\)' <<<"$links" | tr '\n' ' ')"
 
 step "root 1: b2b-sidecar --version"
 got=$(in_root "$r1" b2b-sidecar --version) || fail "b2b-sidecar --version failed"
@@ -148,6 +167,14 @@ printf '%s\n' "$got"
 step "root 1: systemd-analyze verify /usr/lib/systemd/system/b2b-sidecar.service"
 grep -q '^ExecStart=/usr/bin/b2b-sidecar run --config /etc/b2b-sidecar/sidecar.yaml$' "$r1/usr/lib/systemd/system/b2b-sidecar.service" || fail "the unit's ExecStart is not /usr/bin/b2b-sidecar"
 verify_unit "$r1" /usr/lib/systemd/system/b2b-sidecar.service
+
+step "root 1: check-config with the conffile as installed, the credential files filled in"
+printf 'smoke-api-key\n' >"$r1/etc/b2b-sidecar/api-key"
+printf 'smoke-password\n' >"$r1/etc/b2b-sidecar/password"
+in_root "$r1" b2b-sidecar check-config --config /etc/b2b-sidecar/sidecar.yaml >"$work/check-config.out" 2>&1 || fail "check-config of the installed conffile failed: $(cat "$work/check-config.out")"
+grep -q '/etc/b2b-sidecar/api-key' "$work/check-config.out" || fail "check-config does not show /etc/b2b-sidecar/api-key: $(cat "$work/check-config.out")"
+! grep -q 'smoke-api-key\|smoke-password' "$work/check-config.out" || fail "check-config printed a credential"
+printf 'check-config: exit 0, apiKeyFile /etc/b2b-sidecar/api-key\n'
 
 step "root 1: b2b-sidecar demo"
 demo_in_root "$r1" b2b-sidecar deb-demo
@@ -162,12 +189,21 @@ grep -qx smoke-api-key "$r1/etc/b2b-sidecar/api-key" || fail "remove did not kee
 in_root "$r1" dpkg-query -W -f='${Status}\n' b2b-sidecar | grep -qx 'deinstall ok config-files' || fail "after remove the package is not in config-files state"
 printf 'kept: /etc/b2b-sidecar/sidecar.yaml (edited), api-key, password\n'
 
-step "root 1: apt purge removes them"
+step "root 1: apt purge removes what the package made and names what it leaves"
+# A file the docs suggest putting there (a client key), and the link `systemctl enable` makes.
+printf 'not a real key\n' >"$r1/etc/b2b-sidecar/client.key"
+ln -s /usr/lib/systemd/system/b2b-sidecar.service "$r1/etc/systemd/system/multi-user.target.wants/b2b-sidecar.service"
 in_root "$r1" env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q -o Dpkg::Use-Pty=0 b2b-sidecar >"$work/purge.out" 2>&1 || fail "apt-get purge failed"
-[ ! -e "$r1/etc/b2b-sidecar" ] || fail "/etc/b2b-sidecar is left after purge: $(ls -A "$r1/etc/b2b-sidecar")"
+left=$(ls -A "$r1/etc/b2b-sidecar")
+[ "$left" = client.key ] || fail "after purge /etc/b2b-sidecar holds '$left', expected only the administrator's client.key"
+[ ! -e "$r1/etc/systemd/system/multi-user.target.wants/b2b-sidecar.service" ] && [ ! -L "$r1/etc/systemd/system/multi-user.target.wants/b2b-sidecar.service" ] || fail "purge left the enable link"
+grep -q '^  /etc/b2b-sidecar/client.key$' "$work/purge.out" || fail "purge did not name the file it leaves: $(cat "$work/purge.out")"
+grep -q 'leaves the system user and group b2b-sidecar' "$work/purge.out" || fail "purge did not say it leaves the user"
 status=$(in_root "$r1" dpkg-query -W -f='${Status}\n' b2b-sidecar 2>/dev/null || true)
 case "$status" in *installed*|*config-files*) [ "$status" = 'unknown ok not-installed' ] || fail "after purge dpkg says: $status" ;; esac
-printf '/etc/b2b-sidecar is gone\n'
+printf 'purge: sidecar.yaml, api-key, password and the enable link gone; it named what it left:\n'
+grep '^b2b-sidecar: \|^  /etc/' "$work/purge.out"
+rm "$r1/etc/b2b-sidecar/client.key" && rmdir "$r1/etc/b2b-sidecar"
 
 step "root 2: the linux-x64 archive unpacked in /opt, with no Node.js on the host"
 new_root archive-root

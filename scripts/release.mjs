@@ -22,6 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { buildDeb, GLIBC_FLOOR } from './release/deb.mjs';
+import { ARCHIVE_UNIT, packagedUnit } from './release/unit.mjs';
 import { bundledPackages, cycloneDx, installedPackages, licenseFiles } from './release/sbom.mjs';
 import { writeZip } from './release/zip.mjs';
 
@@ -39,7 +40,9 @@ const epoch = Number(process.env.SOURCE_DATE_EPOCH ?? capture('git', ['log', '-1
 if (!Number.isInteger(epoch) || epoch <= 0) throw new Error(`SOURCE_DATE_EPOCH must be a Unix time, not ${process.env.SOURCE_DATE_EPOCH}`);
 const dirty = capture('git', ['status', '--porcelain', '--untracked-files=no']);
 if (dirty) process.stdout.write(`release: WARNING: uncommitted changes; the artifacts are not those of commit ${capture('git', ['rev-parse', '--short', 'HEAD'])}\n`);
-const maintainer = process.env.RELEASE_MAINTAINER ?? 'b2b-sidecar maintainers <b2b-sidecar@example.org>';
+// The project's name and contact, kept in one place: package.json's author ("Name <address>").
+const maintainer = typeof pkg.author === 'string' && /^[^<>]+ <[^<>@\s]+@[^<>\s]+>$/.test(pkg.author) ? pkg.author : null;
+if (!maintainer) throw new Error(`package.json's author must be "Name <address>" (the .deb's Maintainer), not ${JSON.stringify(pkg.author)}`);
 const top = `b2b-sidecar-${pkg.version}`;
 const work = mkdtempSync(join(tmpdir(), 'b2b-release-'));
 process.on('exit', () => rmSync(work, { recursive: true, force: true }));
@@ -160,16 +163,21 @@ for (const platform of Object.keys(runtimes)) {
     chmodSync(join(tree, 'bin/b2b-sidecar'), 0o755);
   }
   linkSync(nodeLicense, join(tree, 'node/LICENSE'));
+  // The code cache is made by the linux-x64 runtime (above), and V8 takes a cache only from its own
+  // architecture and flags: the arm64 runtime would read and reject it at every start. Not shipped
+  // there (nor in the arm64 .deb, made from this tree); the Windows runtime is x64 and takes it.
+  if (platform === 'linux-arm64') rmSync(join(tree, 'dist/lib/bundle/run.cjs.v8cache'));
   normalizeModes(tree);
   trees[platform] = tree;
 }
 
 const artifacts = [tgzName];
 const archive = (name) => { artifacts.push(name); return join(out, name); };
-// The archives' copy of the unit points at the folder the README unpacks them to (the .deb's keeps /usr/bin).
+// The archives' copy of the unit points at the folder the README unpacks them to (the .deb's keeps
+// /usr/bin), with comments for that install instead of the npm one (scripts/release/unit.mjs).
 const archiveUnit = (tree) => {
   const unit = join(tree, 'deploy/systemd/b2b-sidecar.service');
-  const text = readFileSync(unit, 'utf8').replace(/^ExecStart=\/usr\/bin\/b2b-sidecar /m, 'ExecStart=/opt/b2b-sidecar/bin/b2b-sidecar ');
+  const text = packagedUnit(readFileSync(unit, 'utf8'), ARCHIVE_UNIT);
   rmSync(unit);
   writeFileSync(unit, text, { mode: 0o644 });
 };

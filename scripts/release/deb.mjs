@@ -2,15 +2,19 @@
 //   /usr/lib/b2b-sidecar/        the tree of the Linux archive (runtime, bundle, production deps)
 //   /usr/bin/b2b-sidecar         a symlink to its launcher
 //   /usr/lib/systemd/system/     the unit, ExecStart=/usr/bin/b2b-sidecar as in the repository
-//   /etc/b2b-sidecar/sidecar.yaml  the example config, a conffile (kept by dpkg -r, gone with -P)
-//   /usr/share/doc/b2b-sidecar/  README, docs, changelog, copyright (with the third-party licences)
-// The maintainer scripts (scripts/release/debian/) create the empty root-only credential files and
-// never enable or start the service.
+//   /etc/b2b-sidecar/sidecar.yaml  the example config naming the package's credential files, a
+//                                  conffile (kept by dpkg -r, gone with -P), 0640 root:b2b-sidecar
+//   /usr/share/doc/b2b-sidecar/  README, docs, deploy (alerts, dashboard ...), config, changelog,
+//                                copyright (with the third-party licences): where the README links
+// The maintainer scripts (scripts/release/debian/) make the system user and group b2b-sidecar (the
+// unit's DynamicUser= takes it, so the service's group can read sidecar.yaml), create the empty
+// root-only credential files, and never enable or start the service.
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { DEB_UNIT, packagedUnit } from './unit.mjs';
 
 const HERE = new URL('./debian/', import.meta.url).pathname;
 
@@ -20,7 +24,30 @@ const HERE = new URL('./debian/', import.meta.url).pathname;
  * (apt itself needs libstdc++6); releaseChecks() in scripts/release.mjs fails the build when a new
  * runtime asks for a newer glibc.
  */
-export const DEPENDS = 'libc6 (>= 2.28), libgcc-s1 (>= 3.4), libstdc++6 (>= 5.2)';
+export const DEPENDS = 'libc6 (>= 2.28), libgcc-s1 (>= 3.4), libstdc++6 (>= 5.2), passwd, procps';
+// passwd: useradd and groupadd in postinst. procps: /bin/kill, which the unit's ExecReload= runs (the
+// unit is the same in every artifact, and /bin/kill is what Debian's own units use); both are in
+// every Debian install, minbase included for passwd, and every standard one for procps.
+
+/**
+ * What moves from the tree to /usr/share/doc/b2b-sidecar, so the README's relative links resolve
+ * there: deploy/ and config/ too (its alerts, dashboard, manifests and example config).
+ */
+export const DOC_NAMES = ['README.md', 'docs', 'bench', 'deploy', 'config'];
+
+/** The credential files the conffile names: the package's own, made by postinst (not a container's /run/secrets). */
+export const CREDENTIAL_FILES = { apiKeyFile: '/etc/b2b-sidecar/api-key', passwordFile: '/etc/b2b-sidecar/password' };
+
+/** config/sidecar.example.yaml as the .deb's conffile: its credential files are the package's. */
+export function packagedConfig(text) {
+  for (const [key, path] of Object.entries(CREDENTIAL_FILES)) {
+    const line = new RegExp(`^(  ${key}: )\\S+$`, 'm');
+    if (!line.test(text)) throw new Error(`config/sidecar.example.yaml has no credentials.${key} line`);
+    text = text.replace(line, `$1${path}`);
+  }
+  // The commented examples too (localization.tokenFile): every file of the package's in /etc/b2b-sidecar.
+  return text.replaceAll('/run/secrets/b2b/', '/etc/b2b-sidecar/');
+}
 export const GLIBC_FLOOR = '2.28';
 
 export function buildDeb({ tree, arch, version, epoch, maintainer, out, work }) {
@@ -37,7 +64,7 @@ export function buildDeb({ tree, arch, version, epoch, maintainer, out, work }) 
 
   // Documentation belongs under /usr/share/doc (Debian policy 12.3); the tree's copies move there.
   mkdirSync(doc, { recursive: true });
-  for (const name of ['README.md', 'docs', 'bench']) renameSync(join(lib, name), join(doc, name));
+  for (const name of DOC_NAMES) renameSync(join(lib, name), join(doc, name));
   // changelog.gz is the Debian changelog of this native package (one entry); the project's own is CHANGELOG.md.gz.
   writeFileSync(join(doc, 'CHANGELOG.md.gz'), gzipSync(readFileSync(join(lib, 'CHANGELOG.md')), { level: 9 }));
   writeFileSync(join(doc, 'changelog.gz'), gzipSync(debianChangelog({ version, maintainer, epoch }), { level: 9 }));
@@ -45,12 +72,10 @@ export function buildDeb({ tree, arch, version, epoch, maintainer, out, work }) 
   // Kept under /usr/lib: the launcher reads package.json for the version; LICENSE, the
   // third-party file and node/LICENSE sit beside what they cover, as in the archive. The example
   // config is /etc/b2b-sidecar/sidecar.yaml, the unit is in systemd's directory.
-  const unit = readFileSync(join(lib, 'deploy/systemd/b2b-sidecar.service'), 'utf8')
-    .replace(/^ExecStart=\S+/m, 'ExecStart=/usr/bin/b2b-sidecar')
-    .replace(/^Documentation=.*$/m, 'Documentation=file:/usr/share/doc/b2b-sidecar/README.md');
+  const unit = packagedUnit(readFileSync(join(doc, 'deploy/systemd/b2b-sidecar.service'), 'utf8'), DEB_UNIT);
   writeFileSync(join(root, 'usr/lib/systemd/system/b2b-sidecar.service'), unit);
-  renameSync(join(lib, 'config/sidecar.example.yaml'), join(root, 'etc/b2b-sidecar/sidecar.yaml'));
-  for (const name of ['CHANGELOG.md', 'config', 'deploy']) execFileSync('rm', ['-rf', join(lib, name)]);
+  writeFileSync(join(root, 'etc/b2b-sidecar/sidecar.yaml'), packagedConfig(readFileSync(join(doc, 'config/sidecar.example.yaml'), 'utf8')));
+  execFileSync('rm', ['-f', join(lib, 'CHANGELOG.md')]);
 
   symlinkSync('../lib/b2b-sidecar/bin/b2b-sidecar', join(root, 'usr/bin/b2b-sidecar'));
   writeFileSync(join(root, 'usr/share/man/man1/b2b-sidecar.1.gz'), gzipSync(readFileSync(join(HERE, 'b2b-sidecar.1')), { level: 9 }));
@@ -61,6 +86,8 @@ export function buildDeb({ tree, arch, version, epoch, maintainer, out, work }) 
 
   normalize(root);
   chmodSync(join(root, 'etc/b2b-sidecar'), 0o755);
+  // Not readable by others from the moment dpkg unpacks it; postinst gives it the group b2b-sidecar.
+  chmodSync(join(root, 'etc/b2b-sidecar/sidecar.yaml'), 0o640);
   const files = walk(root).filter((path) => !path.startsWith('DEBIAN/') && lstatSync(join(root, path)).isFile());
   writeFileSync(join(root, 'DEBIAN/md5sums'), files.map((path) => `${createHash('md5').update(readFileSync(join(root, path))).digest('hex')}  ${path}\n`).join(''));
   const installedKiB = Number(execFileSync('du', ['-s', '-k', '--apparent-size', '--exclude=DEBIAN', root], { encoding: 'utf8' }).split('\t')[0]);
@@ -81,7 +108,8 @@ export function buildDeb({ tree, arch, version, epoch, maintainer, out, work }) 
     ' .',
     ' Ships its own Node.js runtime under /usr/lib/b2b-sidecar. The systemd unit',
     ' is installed but neither enabled nor started: fill in',
-    ' /etc/b2b-sidecar/sidecar.yaml, api-key and password first.',
+    ' /etc/b2b-sidecar/sidecar.yaml, api-key and password first. Prometheus',
+    ' alerts and a Grafana dashboard are in /usr/share/doc/b2b-sidecar/deploy.',
     '',
   ].join('\n'));
   for (const path of ['DEBIAN/control', 'DEBIAN/conffiles', 'DEBIAN/md5sums']) chmodSync(join(root, path), 0o644);

@@ -171,6 +171,42 @@ describe('Dockerfile', () => {
   });
 });
 
+describe('deploy/container/Dockerfile: the image from a release\'s Linux archive', () => {
+  const release = stagesOf(parseDockerfile(readFileSync(new URL('deploy/container/Dockerfile', root), 'utf8')));
+  const image = release[0]!;
+  const settings = (stage: Stage) => stage.body.filter((i) => ['ENV', 'WORKDIR', 'USER', 'EXPOSE', 'HEALTHCHECK', 'ENTRYPOINT', 'CMD'].includes(i.name)).map((i) => `${i.name} ${i.args}`);
+
+  it('is one stage on the runtime stage\'s base, with its settings, health check, entry point and command, in order', () => {
+    assert.equal(release.length, 1);
+    assert.equal(image.image, runtime.image);
+    assert.deepEqual(settings(image), settings(runtime));
+    const names = image.body.map((i) => i.name);
+    assert.ok(names.lastIndexOf('RUN') < names.indexOf('USER') && names.lastIndexOf('COPY') < names.indexOf('USER'), 'USER after every RUN and COPY');
+  });
+
+  it('copies what the archive has and the runtime stage gets: package.json, the production node_modules, dist (not node/ or bin/)', () => {
+    const copies = all(image, 'COPY').map((i) => i.args.split(/\s+/));
+    assert.deepEqual(copies, [['package.json', './'], ['node_modules', './node_modules'], ['dist', './dist']]);
+    const files = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { files: string[] }).files;
+    assert.ok(files.includes('dist/') && files.includes('deploy/'), 'dist/ and this Dockerfile are in the npm package the archive is made from');
+    assert.match(readFileSync(new URL('scripts/release.mjs', root), 'utf8'), /renameSync\(join\(prod, 'node_modules'\), join\(app, 'node_modules'\)\)/, 'the archive carries the production node_modules');
+  });
+
+  it('removes npm, corepack and yarn as the runtime stage does', () => {
+    const removed = (stage: Stage) => runs(stage).split(/\s+/).filter((w) => w.startsWith('/'));
+    for (const path of removed(runtime)) assert.ok(removed(image).includes(path), path);
+  });
+
+  it('says how to build it with podman without losing HEALTHCHECK (--format docker), as docs/install.md does', () => {
+    const text = readFileSync(new URL('deploy/container/Dockerfile', root), 'utf8');
+    assert.match(text, /podman build --format docker -f deploy\/container\/Dockerfile/);
+    const install = readFileSync(new URL('docs/install.md', root), 'utf8');
+    assert.match(install, /podman build --format docker/);
+    assert.match(install, /docker build -f deploy\/container\/Dockerfile/);
+    assert.match(dockerfile, /--format docker/);
+  });
+});
+
 describe('Dockerfile HEALTHCHECK command', () => {
   let server: Server;
   let dir: string;

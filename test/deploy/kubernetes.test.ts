@@ -28,6 +28,8 @@ import { kubectlVersion, kustomize, render, type Manifest } from '../helpers/kus
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const K8S = join(repo, 'deploy/kubernetes');
 const COMPONENTS = ['components/servicemonitor', 'components/pre-1.29'] as const;
+/** The components deploy/kubernetes/kustomization.yaml lists as shipped. */
+const SHIPPED = ['components/scrape-annotations'] as const;
 const SIDECAR = 'b2b-sidecar';
 
 interface Kustomization {
@@ -67,12 +69,15 @@ function overlay(name: string, kustomization: Record<string, unknown> & { resour
   return dir;
 }
 
-/** deploy/kubernetes as shipped, or with optional components enabled by an overlay (as a user enables them). */
-function renderK8s(components: readonly string[] = []): Manifest[] {
-  if (components.length === 0) return render(K8S);
-  return render(overlay(`with-${components.map((c) => basename(c)).join('-')}`, {
-    apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: [K8S], components: components.map((c) => join(K8S, c)),
-  }));
+/**
+ * deploy/kubernetes as shipped, or with its `components:` list edited as a user edits it (a copy of
+ * its kustomization and the files it reads, the components where they are).
+ */
+function renderK8s(components: readonly string[] = SHIPPED): Manifest[] {
+  if (components === SHIPPED) return render(K8S);
+  const kustomization = parse(readFileSync(join(K8S, 'kustomization.yaml'), 'utf8')) as Record<string, unknown> & { resources: string[] };
+  const files = Object.fromEntries([...kustomization.resources, 'sidecar.yaml'].map((f) => [f, readFileSync(join(K8S, f), 'utf8')]));
+  return render(overlay(`base-with-${components.map((c) => basename(c)).join('-') || 'none'}`, { ...kustomization, components: components.map((c) => join(K8S, c)) }, files));
 }
 
 const MODELS: Record<string, new (data: never) => { validate(): void }> = {
@@ -156,7 +161,7 @@ function dockerUser(): number {
 
 describe('deploy/kubernetes: schemas', () => {
   it('renders every resource and the generated ConfigMap, each valid against its schema', () => {
-    assert.deepEqual(base.map(id).sort(), ['apps/v1/Deployment', 'networking.k8s.io/v1/NetworkPolicy', 'v1/ConfigMap', 'v1/Service']);
+    assert.deepEqual(base.map(id).sort(), ['apps/v1/Deployment', 'networking.k8s.io/v1/NetworkPolicy', 'v1/ConfigMap']);
     validateAll(base);
     validateAll(secretExample);
   });
@@ -307,20 +312,18 @@ describe('deploy/kubernetes: Prometheus and network', () => {
     assert.equal(a['prometheus.io/path'], '/metrics');
   });
 
-  it('exposes the admin port through a Service port named metrics', () => {
-    const service = only<IService>(base, 'Service');
+  it('has a ServiceMonitor (component, instead of scrape-annotations) selecting a Service of the admin port, named as before', () => {
+    const rendered = renderK8s(['components/servicemonitor']);
+    const monitor = only<IServiceMonitor>(rendered, 'ServiceMonitor');
+    const service = only<IService>(rendered, 'Service');
+    assert.equal(service.metadata?.name, 'legacy-app-b2b-sidecar');
+    assert.deepEqual(service.metadata?.labels, { 'app.kubernetes.io/name': 'legacy-app', 'app.kubernetes.io/component': 'b2b-sidecar' });
+    assert.ok(selects(monitor.spec.selector.matchLabels, service.metadata?.labels));
     assert.ok(selects(service.spec?.selector, pod.metadata?.labels), 'the Service selects the pod');
     const port = service.spec?.ports?.find((p) => p.name === 'metrics');
     assert.equal(port?.port, config.admin.port);
     // Numeric: named ports of native sidecars did not reach Service endpoints before 1.32.
     assert.equal(port?.targetPort, config.admin.port);
-  });
-
-  it('has a ServiceMonitor (component) that selects that Service and port, and drops the scrape annotation', () => {
-    const rendered = renderK8s(['components/servicemonitor']);
-    const monitor = only<IServiceMonitor>(rendered, 'ServiceMonitor');
-    const service = only<IService>(rendered, 'Service');
-    assert.ok(selects(monitor.spec.selector.matchLabels, service.metadata?.labels));
     assert.deepEqual(monitor.spec.endpoints?.map((e) => [e.port, e.path]), [['metrics', '/metrics']]);
     const annotations = only<IDeployment>(rendered, 'Deployment').spec!.template.metadata?.annotations ?? {};
     assert.equal(annotations['prometheus.io/scrape'], undefined, 'scraped once, not twice');
@@ -374,7 +377,7 @@ describe('deploy/kubernetes: components/pre-1.29', () => {
   });
 
   it('is not enabled by default', () => {
-    assert.ok(!(readKustomization(K8S).components ?? []).length);
+    assert.deepEqual(readKustomization(K8S).components, [...SHIPPED]);
     assert.ok(existsSync(join(K8S, 'components/pre-1.29/kustomization.yaml')));
   });
 });
@@ -411,15 +414,15 @@ describe('deploy/kubernetes: components/add-to-deployment onto an existing app (
     assert.doesNotThrow(() => new Deployment(mine as never).validate());
   });
 
-  it('keeps the app\'s fsGroup (2000), pod securityContext, containers, volumes (its own "config" too), init containers and annotations', () => {
+  it('keeps the app\'s fsGroup (2000), pod securityContext, containers, volumes (its own "config" too), init containers and annotations (its prometheus.io/* too)', () => {
     assert.deepEqual(spec.securityContext, originalSpec.securityContext);
     assert.equal(spec.securityContext?.fsGroup, 2000);
     assert.deepEqual(spec.containers, originalSpec.containers);
     for (const volume of originalSpec.volumes ?? []) assert.deepEqual(spec.volumes?.find((v) => v.name === volume.name), volume, volume.name);
     assert.deepEqual(spec.initContainers?.find((c) => c.name === 'migrate'), originalSpec.initContainers?.[0]);
     assert.equal(spec.serviceAccountName, 'orders-service');
-    const annotations = mine.spec!.template.metadata?.annotations ?? {};
-    assert.equal(annotations['example.com/team'], 'payments');
+    assert.deepEqual(mine.spec!.template.metadata?.annotations, original.spec!.template.metadata?.annotations);
+    assert.equal(mine.spec!.template.metadata?.annotations?.['prometheus.io/port'], '8081', 'the fixture scrapes its own metrics');
     assert.deepEqual(mine.spec!.selector, original.spec!.selector);
     assert.deepEqual(mine.spec!.template.metadata?.labels, original.spec!.template.metadata?.labels);
   });
@@ -442,14 +445,10 @@ describe('deploy/kubernetes: components/add-to-deployment onto an existing app (
     assert.equal(readFileSync(join(FIXTURE, 'sidecar.yaml'), 'utf8'), readFileSync(join(K8S, 'sidecar.yaml'), 'utf8'), 'the fixture\'s copy is the shipped sidecar.yaml');
   });
 
-  it('resolves the sidecar\'s image from the overlay\'s images: entry, and adds the scrape annotations for the admin port', () => {
+  it('resolves the sidecar\'s image from the overlay\'s images: entry', () => {
     const entry = readKustomization(FIXTURE).images?.find((i) => i.name === SIDECAR);
     assert.ok(entry, 'the overlay maps the image');
     assert.equal(added.image, `${entry.newName}:${entry.newTag}`);
-    const annotations = mine.spec!.template.metadata?.annotations ?? {};
-    assert.equal(annotations['prometheus.io/scrape'], 'true');
-    assert.equal(annotations['prometheus.io/port'], String(appConfig.admin.port));
-    assert.equal(annotations['prometheus.io/path'], '/metrics');
   });
 
   it('stops with an error, instead of rendering nothing or everything, when the kustomization has no Deployment or two', () => {
@@ -473,5 +472,135 @@ describe('deploy/kubernetes: components/add-to-deployment onto an existing app (
     assert.deepEqual({ ...shown, components: undefined }, { ...fixture, components: undefined });
     assert.match(String((shown.components as string[])[0]), /deploy\/kubernetes\/components\/add-to-deployment$/);
     assert.ok(readme.includes('nothing selected by Deployment.v1.apps') && readme.includes('multiple matches for selector Deployment.v1.apps'));
+  });
+});
+
+describe('deploy/kubernetes: components combine on the one Deployment (components/README.md)', () => {
+  const FIXTURE = join(repo, 'test/fixtures/k8s-existing-app');
+  const appFiles = { 'my-app.yaml': readFileSync(join(FIXTURE, 'my-app.yaml'), 'utf8'), 'sidecar.yaml': readFileSync(join(K8S, 'sidecar.yaml'), 'utf8') };
+  const appOriginal = readDocs(join(FIXTURE, 'my-app.yaml'))[0] as unknown as IDeployment;
+  const withoutAnnotations = appFiles['my-app.yaml'].replace(/^ {8}prometheus\.io\/.*\n/gm, '').replace(/^ {8}# Its own metrics.*\n/m, '');
+
+  /** The user's own kustomization (the fixture's) with `components:` in the order given. */
+  function renderApp(components: string[], app = appFiles['my-app.yaml']): ReturnType<typeof kustomize> {
+    const fixture = readKustomization(FIXTURE) as unknown as Record<string, unknown>;
+    return kustomize(overlay(`app-with-${components.join('-')}${app === appFiles['my-app.yaml'] ? '' : '-bare'}`, {
+      ...fixture, resources: ['my-app.yaml'], components: components.map((c) => join(K8S, 'components', c)),
+    }, { ...appFiles, 'my-app.yaml': app }));
+  }
+
+  interface Case { on: 'example' | 'own'; components: string[]; native: boolean; scrape: 'annotations' | 'servicemonitor' | 'app'; bare?: boolean }
+  const CASES: Case[] = [
+    { on: 'example', components: ['scrape-annotations'], native: true, scrape: 'annotations' },
+    { on: 'example', components: ['servicemonitor'], native: true, scrape: 'servicemonitor' },
+    { on: 'example', components: ['scrape-annotations', 'pre-1.29'], native: false, scrape: 'annotations' },
+    { on: 'example', components: ['servicemonitor', 'pre-1.29'], native: false, scrape: 'servicemonitor' },
+    { on: 'own', components: ['add-to-deployment'], native: true, scrape: 'app' },
+    { on: 'own', components: ['add-to-deployment', 'servicemonitor'], native: true, scrape: 'servicemonitor' },
+    { on: 'own', components: ['add-to-deployment', 'scrape-annotations'], native: true, scrape: 'annotations', bare: true },
+    { on: 'own', components: ['add-to-deployment', 'pre-1.29'], native: false, scrape: 'app' },
+    { on: 'own', components: ['add-to-deployment', 'pre-1.29', 'servicemonitor'], native: false, scrape: 'servicemonitor' },
+    { on: 'own', components: ['add-to-deployment', 'servicemonitor', 'pre-1.29'], native: false, scrape: 'servicemonitor' },
+  ];
+
+  it('documents every combination tested here in components/README.md', () => {
+    const readme = readFileSync(join(K8S, 'components/README.md'), 'utf8');
+    const rows = [...readme.matchAll(/^\| (`[^|]*`[^|]*) \| (init container|first container)/gm)].map((m) => [...m[1]!.matchAll(/`([a-z0-9.-]+)`/g)].map((x) => x[1]).filter((c) => c !== 'prometheus.io'));
+    for (const c of CASES) {
+      const listed = c.on === 'own' ? c.components : c.components;
+      assert.ok(rows.some((r) => [...r].sort().join() === [...listed].sort().join()), `components/README.md has a row for ${listed.join(', ')}`);
+    }
+  });
+
+  for (const c of CASES) {
+    it(`${c.on === 'own' ? 'orders-service + ' : 'legacy-app + '}${c.components.join(' + ')}: sidecar ${c.native ? 'native' : 'a container'}, scraped by ${c.scrape}`, () => {
+      const out = c.on === 'example' ? { manifests: renderK8s(c.components.map((x) => `components/${x}`)) } : renderApp(c.components, c.bare ? withoutAnnotations : undefined);
+      assert.equal(out.error, undefined, out.error);
+      const manifests = out.manifests!;
+      validateAll(manifests);
+      const name = c.on === 'own' ? 'orders-service' : 'legacy-app';
+      assert.ok(!manifests.some((m) => m.metadata.name.startsWith(c.on === 'own' ? 'legacy-app' : 'orders-service')), 'nothing of the other app');
+      const deploymentOut = only<IDeployment>(manifests, 'Deployment');
+      assert.equal(deploymentOut.metadata?.name, name);
+      const spec = deploymentOut.spec!.template.spec!;
+      const inits = (spec.initContainers ?? []).filter((x) => x.name === SIDECAR);
+      const regular = spec.containers.filter((x) => x.name === SIDECAR);
+      if (c.native) {
+        assert.equal(inits.length, 1, 'an init container');
+        assert.equal(inits[0]!.restartPolicy, 'Always');
+        assert.equal(regular.length, 0);
+      } else {
+        assert.equal(inits.length, 0, 'no init container left that would never exit');
+        assert.equal(spec.containers[0]!.name, SIDECAR, 'the first container');
+        assert.equal(spec.containers[0]!.restartPolicy, undefined);
+        assert.ok(spec.containers[0]!.lifecycle?.postStart && spec.containers[0]!.lifecycle.preStop);
+      }
+      if (c.on === 'own') {
+        const original = appOriginal.spec!.template.spec!;
+        assert.deepEqual(spec.containers.filter((x) => x.name !== SIDECAR), original.containers, 'the app\'s containers unchanged');
+        assert.deepEqual(spec.initContainers?.filter((x) => x.name !== SIDECAR), original.initContainers);
+        assert.equal(spec.securityContext?.fsGroup, 2000);
+      }
+      const annotations = deploymentOut.spec!.template.metadata?.annotations ?? {};
+      const prom = Object.fromEntries(Object.entries(annotations).filter(([k]) => k.startsWith('prometheus.io/')));
+      if (c.scrape === 'annotations') {
+        assert.deepEqual(prom, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': String(config.admin.port), 'prometheus.io/path': '/metrics' });
+      } else if (c.on === 'own') {
+        assert.deepEqual(annotations, appOriginal.spec!.template.metadata?.annotations, 'the app\'s own annotations, prometheus.io/* included, as they were');
+      } else {
+        assert.deepEqual(prom, {}, 'scraped once, not twice');
+      }
+      const monitors = manifests.filter((m) => m.kind === 'ServiceMonitor') as unknown as IServiceMonitor[];
+      const services = manifests.filter((m) => m.kind === 'Service') as unknown as IService[];
+      if (c.scrape !== 'servicemonitor') {
+        assert.equal(monitors.length + services.length, 0);
+        return;
+      }
+      const monitor = monitors[0]!;
+      assert.equal(monitors.length, 1);
+      assert.equal(monitor.metadata?.name, `${name}-b2b-sidecar`);
+      const selected = services.filter((s) => selects(monitor.spec.selector.matchLabels, s.metadata?.labels));
+      assert.equal(selected.length, 1, 'the ServiceMonitor selects exactly one Service');
+      const service = selected[0]!;
+      assert.equal(service.metadata?.name, `${name}-b2b-sidecar`);
+      assert.equal(monitor.spec.selector.matchLabels?.['app.kubernetes.io/name'], name, 'apps in one namespace do not scrape each other');
+      assert.deepEqual(service.spec?.selector, deploymentOut.spec!.selector.matchLabels, 'the Service selects the Deployment\'s pods');
+      assert.ok(selects(service.spec?.selector, deploymentOut.spec!.template.metadata?.labels));
+      const endpoint = monitor.spec.endpoints?.[0];
+      const port = service.spec?.ports?.find((p) => p.name === endpoint?.port);
+      const sidecarContainer = [...inits, ...regular][0]!;
+      assert.equal(port?.targetPort, config.admin.port);
+      assert.ok(sidecarContainer.ports?.some((p) => p.containerPort === port?.targetPort), 'the target port is the sidecar\'s admin port');
+      assert.equal(endpoint?.path, '/metrics');
+    });
+  }
+
+  it('stops, instead of leaving an init container that never exits, when pre-1.29 comes before add-to-deployment', () => {
+    const out = renderApp(['pre-1.29', 'add-to-deployment']);
+    assert.match(out.error ?? 'rendered', /initContainers\/0\/name/);
+  });
+
+  it('stops when servicemonitor finds no Deployment or several', () => {
+    const files = { ...appFiles, 'worker.yaml': appFiles['my-app.yaml'].replaceAll('orders-service', 'orders-worker') };
+    const k = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', components: [join(K8S, 'components/servicemonitor')] };
+    assert.match(kustomize(overlay('sm-none', { ...k, resources: [] }, files)).error ?? 'rendered', /nothing selected by Deployment\.v1\.apps/);
+    assert.match(kustomize(overlay('sm-two', { ...k, resources: ['my-app.yaml', 'worker.yaml'] }, files)).error ?? 'rendered', /multiple matches for selector Deployment\.v1\.apps/);
+  });
+
+  it('keeps the unix-socket option of add-to-deployment\'s patch identical to the example Deployment, comments included', () => {
+    const example = readFileSync(join(K8S, 'deployment.yaml'), 'utf8');
+    const patch = readFileSync(join(K8S, 'components/add-to-deployment/sidecar.patch.yaml'), 'utf8');
+    const block = (text: string, end: string) => text.slice(text.indexOf(`        - name: ${SIDECAR}\n`), text.indexOf(end));
+    const mine = block(patch, '      volumes:\n');
+    assert.ok(mine.length > 1000 && mine.includes('B2B_LISTEN_SOCKET'));
+    assert.equal(mine, block(example, '      containers:\n'));
+    // The socket lies in a subdirectory of the emptyDir (mode 0777, no sticky bit, which the
+    // sidecar refuses as the socket's directory), made by an init step.
+    const socket = /value: (\S+sidecar\.sock)/.exec(mine)?.[1];
+    const mount = /# - name: sidecar-socket\n\s+# {3}mountPath: (\S+)/.exec(mine)?.[1];
+    assert.ok(socket && mount && dirname(socket) !== mount && dirname(socket).startsWith(`${mount}/`), `${socket} in a subdirectory of ${mount}`);
+    assert.ok(mine.includes(`mkdirSync('${dirname(socket)}'`), 'the init step makes that subdirectory');
+    const volume = (text: string) => text.slice(text.indexOf('        # The unix-socket option: a directory both containers share'));
+    assert.equal(volume(patch), volume(example).trimEnd() + '\n');
   });
 });
