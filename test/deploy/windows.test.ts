@@ -49,7 +49,7 @@ describe('deploy/windows/b2b-sidecar-service.xml', () => {
 
   it('passes the Linux unit\'s NODE_OPTIONS to the service', () => {
     const unit = read('deploy/systemd/b2b-sidecar.service');
-    const linux = /^Environment=NODE_OPTIONS=(.*)$/m.exec(unit)?.[1];
+    const linux = /^Environment="?NODE_OPTIONS=([^"\n]*)"?$/m.exec(unit)?.[1];
     assert.ok(linux, 'the unit sets NODE_OPTIONS');
     assert.equal(service.env.NODE_OPTIONS, linux.replace(/^"|"$/g, ''));
     assert.equal(service.env.NODE_ENV, 'production');
