@@ -10,7 +10,7 @@ import { trackedClients } from '../upstream/undici-connections.js';
 import { staleConnectionReason } from '../upstream/upstream-retry.js';
 import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
 import { apiUrl, GENTOKEN_PATH } from '../shared/api-paths.js';
-import { echoedForms } from '../shared/secrets.js';
+import { SecretSet } from '../shared/secrets.js';
 
 /** What a token is obtained with. `version` grows whenever a value changes (rotation). */
 export interface Credentials {
@@ -210,11 +210,11 @@ function redirectTarget(header: string | string[] | undefined, base: URL): strin
 
 /** A server that echoes what it was sent must not get the credentials into our logs, in any echoed form. */
 function scrub(message: string, c: Credentials): string {
-  let out = message;
-  for (const form of [c.password, c.apiKey].flatMap((secret) => (secret ? echoedForms(secret) : []))) {
-    out = out.split(form).join('[REDACTED]');
-  }
-  return out;
+  // Pieces too: a server that echoes the first characters of the password gives none of it away.
+  const secrets = new SecretSet();
+  secrets.add(c.password);
+  secrets.add(c.apiKey);
+  return secrets.redactFragments(message);
 }
 
 const TLS_CODE = /CERT|SSL|TLS|UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO|HOSTNAME|ALTNAME|KEY_TOO_SMALL/;

@@ -126,6 +126,15 @@ describe('token client', () => {
     assert.ok(error.serverMessage.length <= 300);
   });
 
+  it('scrubs a prefix of the password or the ApiKey that the server quotes, cut (docs/traps.md T64)', async () => {
+    const { error } = await exchange({ status: 401, body: { message: `password starting ${creds.password.slice(0, 8)}… for key ${creds.apiKey.slice(-9)} rejected` } });
+    assert.ok(error instanceof TokenUnauthorizedError);
+    for (const secret of [creds.password, creds.apiKey]) {
+      for (let i = 0; i + 6 <= secret.length; i++) assert.ok(!error.serverMessage.includes(secret.slice(i, i + 6)), error.serverMessage);
+    }
+    assert.match(error.serverMessage, /^password starting \[REDACTED\]… for key \[REDACTED\] rejected$/);
+  });
+
   it('reports a 500 as a request error', async () => {
     const { error } = await exchange({ status: 500, body: { message: 'boom' } });
     assert.ok(error instanceof TokenRequestError);
