@@ -24,6 +24,7 @@ function setup() {
       current: () => state.usable(clock.now()),
       inflight: () => undefined,
       mayCallNow: () => true,
+      mayJudgeNow: () => true,
       renewDueAt: () => Infinity,
       tokenTimeoutMs: 5_000,
       renew: () => {
