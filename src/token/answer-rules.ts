@@ -263,6 +263,11 @@ export class AnswerRules {
     return true;
   }
 
+  /** True once any request has succeeded: token.attach has been seen to work. */
+  get anythingWorked(): boolean {
+    return this.#succeededUpTo > 0;
+  }
+
   /** True when a request succeeded with `generation` (or a later token). */
   proven(generation: number): boolean {
     return generation <= this.#succeededUpTo;

@@ -134,7 +134,9 @@ export class UnauthorizedFlow {
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#state.failure !== undefined) return this.#newer(generation);
     const now = this.#clock.now();
-    if (verdict === 'judge' || verdict === 'renew-if-due') return this.#judge(generation, path, method, verdict, now);
+    // Until anything has worked, a key that refused a fresh token is evidence about the token or
+    // token.attach, slowed down on the revocations' interval as before.
+    if (verdict === 'judge' || (verdict === 'renew-if-due' && this.#rules.anythingWorked)) return this.#judge(generation, path, method, verdict, now);
     const wait = this.#lastInvalidateAt + this.#rules.renewIntervalMs - now;
     if (wait > 0) {
       // Too soon after the last 401-triggered renewal. When nothing suggests a renewal would not
