@@ -17,7 +17,8 @@ import { requestKeyFunction, type RequestKey } from './request-key.js';
  * - **A first 401 on a key never seen to work** (once any request has succeeded) asks for a
  *   judgement: a renewal and a replay, at most one per judgement interval
  *   ({@link MIN_RENEW_INTERVAL_MS}, doubling after each judgement that found the key's own 401, up
- *   to {@link MAX_RENEW_INTERVAL_MS}, starting over when a renewal helped); outside it the 401 is
+ *   to {@link MAX_RENEW_INTERVAL_MS}, starting over when a renewal helped) and within half the
+ *   budget (gentoken-pacer.ts: the other half stays for revocations); outside it the 401 is
  *   passed back (or waits for a renewal already on its way). Judgements never move the
  *   revocations' interval nor make `token.attach` suspect.
  * - **The fresh token refused on that key too** while tokens are accepted elsewhere: the 401 is
@@ -36,7 +37,7 @@ import { requestKeyFunction, type RequestKey } from './request-key.js';
  * - **Superseded** (another holder of the key): a token that had succeeded is rejected while
  *   young, and the renewal helps (the replay on the same path succeeds). Counted once per token;
  *   a path's own 401 (the replay refused too) never counts.
- * - 401-triggered renewals that did not help (the replay was refused too, nothing succeeding)
+ * - Revocations' renewals that did not help (the replay was refused too, nothing succeeding)
  *   space the next ones out: 1 s, 2 s, 4 s … {@link MAX_RENEW_INTERVAL_MS}; one that helped starts
  *   over at 1 s. A path's own 401 does not count: it says nothing about the next revocation.
  */

@@ -191,9 +191,10 @@ export class TokenManager implements TokenView {
   }
 
   /**
-   * A request carrying `generation` was answered `status` on `path` (anything but a first 401;
-   * a replay's answer names the generation it replaced in `replayOf`). On the request path: a
-   * couple of comparisons when nothing is pending.
+   * A request `method` carrying `generation` was answered `status` on `path` (anything but a first
+   * 401; a replay's answer names the generation it replaced in `replayOf`). On the request path: a
+   * couple of comparisons when nothing is pending (the key is made only at the first success of a
+   * token and while a judgement is watched).
    */
   answered(generation: number, status: number, path: string, replayOf?: number, method = 'GET'): void {
     this.#flow.answered(generation, status, path, replayOf, method);

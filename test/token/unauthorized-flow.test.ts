@@ -60,7 +60,7 @@ describe('the answers\' flow alone (fake clock)', () => {
     assert.equal((flow.suspect() !== undefined), false);
   });
 
-  it('nothing has worked yet: a path that refused a fresh token waits for the revocations\' slowed interval, not the judgements\'', async () => {
+  it('nothing has worked yet: a path that refused a fresh token waits for the revocations\' slowed interval, not the judgements\'', { timeout: 10_000 }, async () => {
     const { flow, renewals, clock } = setup();
     await flow.invalidate(1, '/a');
     flow.answered(2, 401, '/a', 1); // refused too, nothing succeeding: the interval doubles to 2 s
@@ -71,7 +71,7 @@ describe('the answers\' flow alone (fake clock)', () => {
     assert.equal((await flow.invalidate(2, '/a'))?.generation, 3, 'renewed once the 2 s have passed');
   });
 
-  it('a walk over refused keys beside working traffic: judgements on their own doubling interval; a revocation on a key that worked renewed at once, every time', async () => {
+  it('a walk over refused keys beside working traffic: judgements on their own doubling interval; a revocation on a key that worked renewed at once, every time', { timeout: 10_000 }, async () => {
     const { flow, renewals, clock, state } = setup();
     flow.answered(1, 200, '/app');
     let walked = 0;
