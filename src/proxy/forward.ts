@@ -94,11 +94,11 @@ export function createForwarder(options: ForwarderOptions): Forward {
     const answered = (upstream: UpstreamResponse): void | Promise<void> => {
       if (upstream.status !== 401 || !route.credentials.renewAfterUnauthorized) {
         // Every answer feeds the rules that judge the token and token.attach (answer-rules.ts).
-        route.credentials.answered?.(credentials, upstream.status, path);
+        route.credentials.answered?.(credentials, upstream.status, path, undefined, method);
         return deliver(upstream);
       }
       metrics.upstreamUnauthorized();
-      return replayAfterUnauthorized(options, route, credentials, upstream, plan !== undefined && !plan.replayable, path, async (renewed) => {
+      return replayAfterUnauthorized(options, route, credentials, upstream, plan !== undefined && !plan.replayable, method, path, async (renewed) => {
         const again = await bodyAgain();
         if (again === NOT_REPLAYABLE) return undefined;
         body = again;
@@ -123,22 +123,22 @@ export function createForwarder(options: ForwarderOptions): Forward {
  * when the body cannot be sent again (streamed, or its copy given up); the 401 is then passed back.
  */
 async function replayAfterUnauthorized(
-  { metrics, logger }: ForwarderOptions, route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean, path: string,
+  { metrics, logger }: ForwarderOptions, route: ProxyRoute, credentials: RouteCredentials, rejected: UpstreamResponse, streamed: boolean, method: string, path: string,
   resend: (renewed: RouteCredentials) => Promise<UpstreamResponse | undefined>,
 ): Promise<UpstreamResponse> {
   const renew = route.credentials.renewAfterUnauthorized!;
   if (streamed) {
     // The body is gone, so no replay; but the token is still renewed for the next requests, and
     // the next 401 on this path with the new one says whether it helped (the path's own 401).
-    renew(credentials, path).then((renewed) => {
-      if (renewed && renewed.generation !== credentials.generation) route.credentials.unreplayed?.(renewed, path);
+    renew(credentials, path, method).then((renewed) => {
+      if (renewed && renewed.generation !== credentials.generation) route.credentials.unreplayed?.(renewed, path, method);
     }, () => undefined);
     return rejected;
   }
   const held = await hold(rejected);
   let renewed: RouteCredentials | undefined;
   try {
-    renewed = await renew(credentials, path);
+    renewed = await renew(credentials, path, method);
   } catch (err) {
     logger.warn('token renewal after an upstream 401 failed; passing the 401 back', { reason: (err as Error).message });
   }
@@ -147,11 +147,11 @@ async function replayAfterUnauthorized(
   if (!renewed || renewed.generation === credentials.generation) return held;
   const replayed = await resend(renewed);
   if (!replayed) {
-    route.credentials.unreplayed?.(renewed, path);
+    route.credentials.unreplayed?.(renewed, path, method);
     return held;
   }
   if (replayed.status === 401) metrics.upstreamUnauthorized();
-  route.credentials.answered?.(renewed, replayed.status, path, credentials);
+  route.credentials.answered?.(renewed, replayed.status, path, credentials, method);
   return replayed;
 }
 

@@ -18,28 +18,29 @@ export interface CredentialSource {
    * 401 is to be passed back (the path's own 401, renewal throttled, the auth server failing)
    * rather than replayed with the token the service just rejected.
    */
-  renewAfterUnauthorized?(used: RouteCredentials, path: string): Promise<RouteCredentials | undefined>;
+  renewAfterUnauthorized?(used: RouteCredentials, path: string, method?: string): Promise<RouteCredentials | undefined>;
   /**
-   * Present for renewable routes: a request with `used` on `path` was answered `status` (every
-   * answer but a first 401; a replay names the credentials it replaced in `replayOf`). Per
-   * response: cheap.
+   * Present for renewable routes: a request `method` with `used` on `path` was answered `status`
+   * (every answer but a first 401; a replay names the credentials it replaced in `replayOf`). Per
+   * response: cheap (the method is passed along, not looked at, unless a 401 is being judged).
+   * The method and the query are part of what the 401 judgement remembers (token/request-key.ts).
    */
-  answered?(used: RouteCredentials, status: number, path: string, replayOf?: RouteCredentials): void;
+  answered?(used: RouteCredentials, status: number, path: string, replayOf?: RouteCredentials, method?: string): void;
   /**
    * Present for renewable routes: the renewal after a 401 on `path` gave `fresh`, but the request
    * could not be sent again (a streamed body, or its copy given up), so no replay tells whether it
    * helped: the next 401 there with `fresh` is that answer.
    */
-  unreplayed?(fresh: RouteCredentials, path: string): void;
+  unreplayed?(fresh: RouteCredentials, path: string, method?: string): void;
 }
 
 /** The token-manager surface the proxy needs (see token-manager.ts). */
 export interface TokenSource<S extends TokenLike = TokenLike> {
   current(): S | undefined;
   acquire(): S | Promise<S>;
-  invalidate(generation: number, path: string): Promise<S | undefined>;
-  answered?(generation: number, status: number, path: string, replayOf?: number): void;
-  unreplayed?(fresh: number, path: string): void;
+  invalidate(generation: number, path: string, method?: string): Promise<S | undefined>;
+  answered?(generation: number, status: number, path: string, replayOf?: number, method?: string): void;
+  unreplayed?(fresh: number, path: string, method?: string): void;
 }
 
 export interface TokenLike {
@@ -74,13 +75,13 @@ export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttac
     async acquire() {
       return wrap(await tokens.acquire());
     },
-    async renewAfterUnauthorized(used, path) {
-      const token = await tokens.invalidate(used.generation, path);
+    async renewAfterUnauthorized(used, path, method) {
+      const token = await tokens.invalidate(used.generation, path, method);
       // Only a newer token is worth a replay: the one just rejected would earn a second 401.
       return token !== undefined && token.generation > used.generation ? wrap(token) : undefined;
     },
-    answered: (used, status, path, replayOf) => tokens.answered?.(used.generation, status, path, replayOf?.generation),
-    unreplayed: (fresh, path) => tokens.unreplayed?.(fresh.generation, path),
+    answered: (used, status, path, replayOf, method) => tokens.answered?.(used.generation, status, path, replayOf?.generation, method),
+    unreplayed: (fresh, path, method) => tokens.unreplayed?.(fresh.generation, path, method),
   };
 }
 

@@ -74,6 +74,8 @@ export function tokenManagerOptions(config: Config): TokenManagerOptions {
     maxGentokenPerMinute: config.token.maxGentokenPerMinute,
     maxRetryAfterSeconds: config.token.maxRetryAfterSeconds,
     startJitterSeconds: config.token.startJitterSeconds,
+    // The sidecar strips a client's parameters of these names and appends its own (proxy/attach.ts).
+    attachQueryNames: config.token.attach.filter((a) => a.in === 'query').map((a) => a.name.toLowerCase()),
   };
 }
 

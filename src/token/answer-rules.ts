@@ -1,4 +1,5 @@
 import { pathKey, PathMemory } from './path-memory.js';
+import { requestKeyFunction, type RequestKey } from './request-key.js';
 
 /**
  * What the service's answers say about the token and about `token.attach`, judged from the
@@ -6,13 +7,25 @@ import { pathKey, PathMemory } from './path-memory.js';
  * and acts on its verdicts; time is read from the injected `now` only on the rare paths (a 401,
  * a judgement), never for an ordinary answer. The rules (docs/design.md, "Reading the answers"):
  *
- * - **A first 401 on a path** is what it usually is after a revocation: renew once (single
- *   flight) and replay.
- * - **The fresh token refused on that path too** while tokens are accepted elsewhere: the 401 is
- *   the path's own answer (an object the key may not see). The path is remembered (exact path
- *   without the query, {@link PATH_MEMORY_SIZE} paths, {@link PATH_MEMORY_MS}) and, once the fresh
- *   token is seen to succeed on another path afterwards, its 401s are passed straight back: no
- *   renewal, no replay, no signal, until the memory expires or the path succeeds.
+ * - Requests are told apart by what the service judges: method, path and normalised query
+ *   (request-key.ts). Two bounded memories hold keys: those whose 401 is their own (below) and
+ *   those that have **worked** (succeeded, with this token or an earlier one; recorded at the first
+ *   success of each token and at every success while a judgement is watched, so an ordinary answer
+ *   still costs two comparisons).
+ * - **A first 401 on a key that worked** is a revocation: renew once (single flight) and replay,
+ *   whatever else the memories hold, on the revocations' own interval and budget.
+ * - **A first 401 on a key never seen to work** (once any request has succeeded) asks for a
+ *   judgement: a renewal and a replay, at most one per judgement interval
+ *   ({@link MIN_RENEW_INTERVAL_MS}, doubling after each judgement that found the key's own 401, up
+ *   to {@link MAX_RENEW_INTERVAL_MS}, starting over when a renewal helped) and within half the
+ *   budget (gentoken-pacer.ts: the other half stays for revocations); outside it the 401 is
+ *   passed back (or waits for a renewal already on its way). Judgements never move the
+ *   revocations' interval nor make `token.attach` suspect.
+ * - **The fresh token refused on that key too** while tokens are accepted elsewhere: the 401 is
+ *   the key's own answer (an object the key may not see). The key is remembered
+ *   ({@link PATH_MEMORY_SIZE} keys, {@link PATH_MEMORY_MS}) and, once the fresh token is seen to
+ *   succeed elsewhere afterwards, its 401s are passed straight back: no renewal, no replay, no
+ *   signal, until the memory expires or the key succeeds.
  * - **Fresh tokens refused on two distinct paths with no success anywhere**: evidence against the
  *   token or the attachment (attach suspect), not against the paths.
  * - **No success at all**: {@link ATTACH_EVIDENCE_ANSWERS} answers that say "not this way" (a 3xx
@@ -24,7 +37,7 @@ import { pathKey, PathMemory } from './path-memory.js';
  * - **Superseded** (another holder of the key): a token that had succeeded is rejected while
  *   young, and the renewal helps (the replay on the same path succeeds). Counted once per token;
  *   a path's own 401 (the replay refused too) never counts.
- * - 401-triggered renewals that did not help (the replay was refused too, nothing succeeding)
+ * - Revocations' renewals that did not help (the replay was refused too, nothing succeeding)
  *   space the next ones out: 1 s, 2 s, 4 s … {@link MAX_RENEW_INTERVAL_MS}; one that helped starts
  *   over at 1 s. A path's own 401 does not count: it says nothing about the next revocation.
  */
@@ -41,10 +54,13 @@ export function isRefusal(status: number): boolean {
 
 /** Answers without a success, on at least two distinct paths, before `token.attach` is suspected. */
 export const ATTACH_EVIDENCE_ANSWERS = 10;
-/** Paths remembered as answering 401 for their own reasons, and for how long. */
+/** Keys remembered as answering 401 for their own reasons, and for how long. */
 export const PATH_MEMORY_SIZE = 128;
 export const PATH_MEMORY_MS = 10 * 60_000;
-/** 401-triggered renewals are at least this far apart, doubling after each that did not help. */
+/** Keys remembered as having worked, and for how long (a 401 there is a revocation). */
+export const WORKED_MEMORY_SIZE = 256;
+export const WORKED_MEMORY_MS = 60 * 60_000;
+/** 401-triggered renewals of each kind (revocation, judgement) are at least this far apart, doubling after each that did not help. */
 export const MIN_RENEW_INTERVAL_MS = 1_000;
 export const MAX_RENEW_INTERVAL_MS = 60_000;
 /** Superseded rejections within the window that point at another holder of the key. */
@@ -71,9 +87,11 @@ export type SuspectForm =
   | 'answers';
 
 export type UnauthorizedVerdict =
-  /** Renew once and replay (a request may wait briefly for a renewal the interval defers). */
+  /** A revocation (the key worked, or nothing has worked yet): renew once and replay (a request may wait briefly for a renewal the interval defers). */
   | 'renew'
-  /** This path refused a fresh token before: renew only if the interval allows it now, else pass the 401 back. */
+  /** A key never seen to work: renew and replay if the judgement interval allows it now. */
+  | 'judge'
+  /** This key refused a fresh token before: a judgement too, renewed only if the judgement interval allows it now. */
   | 'renew-if-due'
   /** The path's own 401: pass it back, no renewal, no signal. `newly` the first time after the judgement. */
   | 'remembered'
@@ -103,6 +121,7 @@ interface Remembered {
 
 export class AnswerRules {
   readonly #now: () => number;
+  readonly #keyOf: RequestKey;
   /** Highest generation a request succeeded with. */
   #succeededUpTo = 0;
   /** A cheap order of successes: how many, and the generation of the latest. */
@@ -111,6 +130,10 @@ export class AnswerRules {
   /** True while anything besides #succeededUpTo needs a success to see (evidence, remembered paths, suspect). */
   #watching = false;
   readonly #paths = new PathMemory<Remembered>(PATH_MEMORY_SIZE, PATH_MEMORY_MS);
+  /** Keys that have worked, with the generation they last succeeded with. */
+  readonly #worked = new PathMemory<number>(WORKED_MEMORY_SIZE, WORKED_MEMORY_MS);
+  /** Judgements in a row that found a key's own 401 (the judgement interval doubles with each). */
+  #judgeStreak = 0;
   #evidenceAnswers = 0;
   #evidencePath: string | undefined;
   #evidenceTwoPaths = false;
@@ -126,8 +149,14 @@ export class AnswerRules {
   #supersededWarned = false;
   #judgedUpTo = 0;
 
-  constructor(now: () => number) {
+  constructor(now: () => number, keyOf: RequestKey = requestKeyFunction(new Set())) {
     this.#now = now;
+    this.#keyOf = keyOf;
+  }
+
+  /** The key the memories hold `method` `path` by. */
+  keyOf(method: string, path: string): string {
+    return this.#keyOf(method, path);
   }
 
   /**
@@ -135,12 +164,12 @@ export class AnswerRules {
    * {@link unauthorized} instead). On the request path: two comparisons when nothing is pending.
    * Returns 'cleared' or 'suspect' when the attach-suspect state changes.
    */
-  answered(generation: number, status: number, path: string): 'cleared' | 'suspect' | undefined {
+  answered(generation: number, status: number, path: string, method = 'GET'): 'cleared' | 'suspect' | undefined {
     if ((status >= 200 && status < 300) || status === 304) {
       this.#successSeq++;
       this.#lastSuccessGeneration = generation;
       if (generation <= this.#succeededUpTo && !this.#watching) return undefined;
-      return this.#succeeded(generation, path);
+      return this.#succeeded(generation, path, method);
     }
     // Once any request has succeeded, token.attach has been seen to work: refusals after that are
     // the app's business (objects that do not exist), not evidence against the attachment.
@@ -148,10 +177,11 @@ export class AnswerRules {
     return this.#refusal(status, path);
   }
 
-  /** A first 401 (not a replay's) on `path` for a request that carried `generation`. */
-  unauthorized(generation: number, path: string): UnauthorizedVerdict {
-    const key = pathKey(path);
-    const entry = this.#paths.get(key, this.#now());
+  /** A first 401 (not a replay's) on `method` `path` for a request that carried `generation`. */
+  unauthorized(generation: number, path: string, method = 'GET'): UnauthorizedVerdict {
+    const now = this.#now();
+    const key = this.#keyOf(method, path);
+    const entry = this.#paths.get(key, now);
     if (entry !== undefined) {
       if (entry.confirmed) return 'remembered';
       // A success with the refused token (or a later one) after the refusal: if that token had not
@@ -166,36 +196,50 @@ export class AnswerRules {
       }
     }
     // A fresh token already refused on another path, nothing succeeding since: a second path.
-    if (this.#suspect === undefined && this.#refusedPath !== undefined && key !== this.#refusedPath && generation >= this.#refusedGeneration) {
-      this.#enterSuspect('unauthorized', key);
+    const bare = pathKey(path);
+    if (this.#suspect === undefined && this.#refusedPath !== undefined && bare !== this.#refusedPath && generation >= this.#refusedGeneration) {
+      this.#enterSuspect('unauthorized', bare);
     }
     if (this.#suspect !== undefined) return 'suspect';
-    return entry === undefined ? 'renew' : 'renew-if-due';
+    if (entry !== undefined) return 'renew-if-due';
+    // Until anything has worked, every 401 is evidence about the token or token.attach.
+    if (this.#succeededUpTo === 0) return 'renew';
+    return this.#worked.get(key, now) !== undefined ? 'renew' : 'judge';
   }
 
   /** The replay after a first 401 on `path` (rejecting `rejected`) was answered `status` with `fresh`. */
-  replayed(rejected: RejectedToken, fresh: number, status: number, path: string): ReplayVerdict {
+  replayed(rejected: RejectedToken, fresh: number, status: number, path: string, method = 'GET'): ReplayVerdict {
     const now = this.#now();
     if (status === 401) {
-      const key = pathKey(path);
-      // This path refused a fresh token before, while tokens have worked: refusing the next fresh
+      const key = this.#keyOf(method, path);
+      const bare = pathKey(path);
+      // A key never seen to work, once anything has: the renewal was a judgement.
+      const judged = this.#succeededUpTo > 0 && this.#worked.get(key, now) === undefined;
+      // This key refused a fresh token before, while tokens have worked: refusing the next fresh
       // one (which had no chance to succeed elsewhere yet) is the same answer, not new evidence.
       const known = this.#succeededUpTo > 0 && this.#paths.get(key, now) !== undefined;
       this.#paths.set(key, { generation: fresh, seq: this.#successSeq, provenBefore: this.#succeededUpTo >= fresh, confirmed: false }, now);
+      this.#worked.delete(key);
       this.#watching = true;
-      // A path's own 401 says nothing about the next revocation: it must not slow the renewals
-      // every other client's 401s then need (the path memory and the budget bound its cost).
-      if (known || rejected.proven || this.#succeededUpTo >= rejected.generation) return { kind: 'path-own', path: key };
+      // A key's own 401 says nothing about the next revocation: it must not slow the renewals
+      // every other client's 401s then need; it slows the next judgement only.
+      if (judged) {
+        this.#judgeStreak++;
+        return { kind: 'path-own', path: bare };
+      }
+      if (known || rejected.proven || this.#succeededUpTo >= rejected.generation) return { kind: 'path-own', path: bare };
       this.#unhelpful++;
-      if (this.#refusedPath !== undefined && this.#refusedPath !== key) this.#enterSuspect('unauthorized', key);
+      if (this.#refusedPath !== undefined && this.#refusedPath !== bare) this.#enterSuspect('unauthorized', bare);
       else {
-        this.#refusedPath = key;
+        this.#refusedPath = bare;
         this.#refusedGeneration = fresh;
       }
-      return { kind: 'refused', path: key };
+      return { kind: 'refused', path: bare };
     }
     if (!isSuccess(status)) return { kind: 'revoked' };
+    // The renewal helped: a revocation, whichever kind of 401 asked for it.
     this.#unhelpful = 0;
+    this.#judgeStreak = 0;
     const young = now - rejected.obtainedAt < rejected.lifetimeSeconds * 1000 * YOUNG_FRACTION;
     if (!rejected.proven || !young || rejected.generation <= this.#judgedUpTo) return { kind: 'revoked' };
     this.#judgedUpTo = rejected.generation;
@@ -213,11 +257,16 @@ export class AnswerRules {
    * A fresh token refused on `path` where no replay could tell (a streamed request): when that
    * token has succeeded elsewhere, the path's own answer at once. True when it was so judged.
    */
-  confirmIfProven(path: string, fresh: number): boolean {
-    const entry = this.#paths.get(pathKey(path), this.#now());
+  confirmIfProven(path: string, fresh: number, method = 'GET'): boolean {
+    const entry = this.#paths.get(this.#keyOf(method, path), this.#now());
     if (entry === undefined || entry.generation !== fresh || this.#succeededUpTo < fresh) return false;
     entry.confirmed = true;
     return true;
+  }
+
+  /** True once any request has succeeded: token.attach has been seen to work. */
+  get anythingWorked(): boolean {
+    return this.#succeededUpTo > 0;
   }
 
   /** True when a request succeeded with `generation` (or a later token). */
@@ -228,6 +277,16 @@ export class AnswerRules {
   /** The shortest time between two 401-triggered renewals now. */
   get renewIntervalMs(): number {
     return Math.min(MIN_RENEW_INTERVAL_MS * 2 ** Math.min(this.#unhelpful, 16), MAX_RENEW_INTERVAL_MS);
+  }
+
+  /** The shortest time between two judgements (401-triggered renewals for keys never seen to work) now. */
+  get judgeIntervalMs(): number {
+    return Math.min(MIN_RENEW_INTERVAL_MS * 2 ** Math.min(this.#judgeStreak, 16), MAX_RENEW_INTERVAL_MS);
+  }
+
+  /** True while no judgement has found a key's own 401 since a renewal last helped: a judgement inside its interval may wait for a deferred one. */
+  get judgementsHelp(): boolean {
+    return this.#judgeStreak === 0 && this.holdsForRenewal;
   }
 
   /** True when a 401 inside the interval may wait for the deferred renewal (nothing suggests it will not help). */
@@ -250,12 +309,18 @@ export class AnswerRules {
     return { answers: this.#evidenceAnswers, lastStatus: this.#lastRefusalStatus };
   }
 
-  /** Paths held in the memory (expired ones included until pruned). */
+  /** Keys held in the memory of own 401s (expired ones included until pruned). */
   get rememberedPaths(): number {
     return this.#paths.size;
   }
 
-  #succeeded(generation: number, path: string): 'cleared' | undefined {
+  /** Keys held in the memory of keys that worked (expired ones included until pruned). */
+  get workedKeys(): number {
+    return this.#worked.size;
+  }
+
+  /** Reached at the first success of each token and, while watching, at every success. */
+  #succeeded(generation: number, path: string, method: string): 'cleared' | undefined {
     if (generation > this.#succeededUpTo) this.#succeededUpTo = generation;
     const cleared = this.#suspect !== undefined;
     this.#suspect = undefined;
@@ -265,10 +330,13 @@ export class AnswerRules {
     this.#evidenceTwoPaths = false;
     this.#refusedPath = undefined;
     this.#refusedGeneration = 0;
+    const key = this.#keyOf(method, path);
+    const now = this.#now();
     if (this.#paths.size > 0) {
-      this.#paths.delete(pathKey(path));
-      this.#paths.prune(this.#now());
+      this.#paths.delete(key);
+      this.#paths.prune(now);
     }
+    this.#worked.set(key, generation, now);
     this.#watching = this.#paths.size > 0;
     return cleared ? 'cleared' : undefined;
   }

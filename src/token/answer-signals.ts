@@ -60,13 +60,14 @@ export class AnswerSignals {
     });
   }
 
-  pathOwn(path: string): void {
-    this.#logger.debug('a fresh token was rejected on this path too; its 401s are the path\'s own once the token succeeds elsewhere', { path: shortPath(path) });
+  pathOwn(path: string, method: string): void {
+    this.#logger.debug('a fresh token was rejected on this path too; its 401s are the path\'s own once the token succeeds elsewhere', { method, path: shortPath(path) });
   }
 
-  pathRemembered(path: string, forMinutes: number): void {
+  /** Logged with the method and the path without its query (the key also holds the query, which may name objects). */
+  pathRemembered(path: string, method: string, forMinutes: number): void {
     this.#logger.info('the service answers 401 on this path even with a fresh token that other requests succeed with: its 401s are passed back without renewing', {
-      path: shortPath(path), forMinutes,
+      method, path: shortPath(path), forMinutes,
     });
   }
 }

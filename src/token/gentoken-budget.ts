@@ -8,6 +8,8 @@ export interface GentokenBudget {
   waitMs(now: number): number;
   /** Counts a call made at `now`. */
   take(now: number): void;
+  /** Calls still allowed in the window at `now`. */
+  remaining(now: number): number;
 }
 
 const WINDOW_MS = 60_000;
@@ -29,6 +31,10 @@ export function createGentokenBudget(perMinute: number): GentokenBudget {
       prune(now);
       calls.push(now);
       if (calls.length > perMinute) calls.shift();
+    },
+    remaining(now) {
+      prune(now);
+      return perMinute - calls.length;
     },
   };
 }

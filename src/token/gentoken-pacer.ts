@@ -29,10 +29,13 @@ export class GentokenPacer {
   readonly #slow: Backoff;
   readonly #fast: Backoff;
   readonly #maxRetryAfterMs: number;
+  /** Calls of the budget judgements leave to everything else: half of it, rounded up. */
+  readonly #judgementReserve: number;
   #notBefore = -Infinity;
 
   constructor(options: PacerOptions) {
     this.#budget = options.maxGentokenPerMinute !== undefined ? createGentokenBudget(options.maxGentokenPerMinute) : undefined;
+    this.#judgementReserve = Math.ceil((options.maxGentokenPerMinute ?? 0) / 2);
     this.#slow = createBackoff({ ...UNAUTHORIZED_BACKOFF, random: options.random });
     this.#fast = createBackoff({ ...TRANSIENT_BACKOFF, random: options.random });
     this.#maxRetryAfterMs = options.maxRetryAfterSeconds * 1000;
@@ -58,6 +61,16 @@ export class GentokenPacer {
     const at = Math.max(this.#notBefore, now + budgetWait);
     if (at <= now) return { at, by: undefined };
     return { at, by: budgetWait > 0 && now + budgetWait >= this.#notBefore ? 'token.maxGentokenPerMinute' : 'Retry-After' };
+  }
+
+  /**
+   * True when a judgement's call (a 401 on a key never seen to work, answer-rules.ts) may go out at
+   * `now`: it is counted like any 401's, and may go only while it leaves at least half of the
+   * budget (rounded up) for the revocations and retries that need it (with a budget of 1, never).
+   */
+  judgementAllowed(now: number): boolean {
+    if (this.#budget === undefined) return true;
+    return this.#budget.remaining(now) - 1 >= this.#judgementReserve;
   }
 
   /** Counts a call going out at `now` (a lifetime-driven one is not counted). */

@@ -1,13 +1,13 @@
 /**
- * A small bounded memory of request paths with an expiry: the paths whose 401 is the endpoint's
- * own answer (the answer rules, answer-rules.ts). Keys are exact paths without the query (object
- * ids stay apart: one object refused and its neighbour allowed is the common case), cut at
- * {@link MAX_PATH_KEY} characters. Oldest judgement goes first when full; an entry lives `ttlMs`
- * from when it was set. Time comes from the caller (monotonic ms).
+ * A small bounded memory of request keys with an expiry, for the answer rules (answer-rules.ts):
+ * the keys whose 401 is the endpoint's own answer, and the keys that have worked. Keys are what the
+ * caller makes them (request-key.ts: method, path, normalised query). The least recently set entry
+ * goes first when full (setting again moves an entry to the end); an entry lives `ttlMs` from when
+ * it was last set. Time comes from the caller (monotonic ms).
  */
 export const MAX_PATH_KEY = 256;
 
-/** The key of a request path: the path without its query, cut to {@link MAX_PATH_KEY} characters. */
+/** A request path without its query, cut to {@link MAX_PATH_KEY} characters: what the attach-suspect evidence counts distinct paths by. */
 export function pathKey(path: string): string {
   const q = path.indexOf('?');
   const bare = q === -1 ? path : path.slice(0, q);

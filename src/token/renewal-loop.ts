@@ -132,6 +132,14 @@ export class RenewalLoop {
   }
 
   /**
+   * True when a judgement's call may go out at `now`: as a 401's (mayCallNow), and leaving half of
+   * the budget for revocations (gentoken-pacer.ts). Not counted as deferred: its 401 simply goes back.
+   */
+  mayJudgeNow(now: number): boolean {
+    return this.#pacer.earliest('upstream 401', now, this.#renewDueAt).at <= now && this.#pacer.judgementAllowed(now);
+  }
+
+  /**
    * Waits until a gentoken call is allowed: after any Retry-After, whatever the trigger, and within
    * the per-minute budget unless it is a scheduled renewal. The wait is the loop's one timer, so
    * liveness sees it scheduled.

@@ -20,6 +20,7 @@ import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
 import { SUPERSEDED_WINDOW_MS } from './answer-rules.js';
 import { UnauthorizedFlow } from './unauthorized-flow.js';
+import { requestKeyFunction } from './request-key.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -40,6 +41,8 @@ export interface TokenManagerOptions {
   maxRetryAfterSeconds?: number;
   /** `token.startJitterSeconds`: random delay up to this before the first gentoken call; default 0 (off). */
   startJitterSeconds?: number;
+  /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
+  attachQueryNames?: readonly string[];
 }
 
 export interface TokenManagerDeps {
@@ -129,11 +132,13 @@ export class TokenManager implements TokenView {
       clock: deps.clock, logger: deps.logger, state: this.#state,
       ...(deps.configPath !== undefined ? { configPath: deps.configPath } : {}),
       ...(deps.onSuperseded ? { onSuperseded: deps.onSuperseded } : {}),
+      keyOf: requestKeyFunction(new Set(deps.options.attachQueryNames ?? [])),
       host: {
         stopped: () => this.#stopped,
         current: () => this.current(),
         inflight: () => (this.#inflight ? { attempt: this.#inflight, held: this.#loop.gatedUntil !== undefined } : undefined),
         mayCallNow: (now) => this.#loop.mayCallNow('upstream 401', now),
+        mayJudgeNow: (now) => this.#loop.mayJudgeNow(now),
         renewDueAt: () => this.#loop.renewDueAt,
         tokenTimeoutMs: deps.options.tokenTimeoutMs,
         renew: () => this.#refresh('upstream 401'),
@@ -176,29 +181,32 @@ export class TokenManager implements TokenView {
   }
 
   /**
-   * The service answered 401 to a request that carried `generation` on `path` (its first attempt,
-   * not a replay). Resolves with a newer token to replay with, or undefined: pass the 401 back.
-   * The answer rules (answer-rules.ts) judge it: a path whose 401s are its own is passed back at
-   * once; otherwise one renewal (single flight, at most one per interval) and a replay. A renewal
+   * The service answered 401 to a request `method` `path` that carried `generation` (its first
+   * attempt, not a replay). Resolves with a newer token to replay with, or undefined: pass the 401
+   * back. The answer rules (answer-rules.ts) judge it by method, path and query: a key whose 401s
+   * are its own is passed back at once; a key that worked gets one renewal (single flight, at most
+   * one per interval) and a replay; a key never seen to work, the same within the judgements' own
+   * interval and share of the budget. A renewal
    * the budget or a Retry-After holds back is not waited for: the 401 goes back and the current
    * token stays in use (the service decides about it, not a deferred renewal).
    */
-  invalidate(generation: number, path = '/'): Promise<TokenSnapshot | undefined> {
-    return this.#flow.invalidate(generation, path);
+  invalidate(generation: number, path = '/', method = 'GET'): Promise<TokenSnapshot | undefined> {
+    return this.#flow.invalidate(generation, path, method);
   }
 
   /**
-   * A request carrying `generation` was answered `status` on `path` (anything but a first 401;
-   * a replay's answer names the generation it replaced in `replayOf`). On the request path: a
-   * couple of comparisons when nothing is pending.
+   * A request `method` carrying `generation` was answered `status` on `path` (anything but a first
+   * 401; a replay's answer names the generation it replaced in `replayOf`). On the request path: a
+   * couple of comparisons when nothing is pending (the key is made only at the first success of a
+   * token and while a judgement is watched).
    */
-  answered(generation: number, status: number, path: string, replayOf?: number): void {
-    this.#flow.answered(generation, status, path, replayOf);
+  answered(generation: number, status: number, path: string, replayOf?: number, method = 'GET'): void {
+    this.#flow.answered(generation, status, path, replayOf, method);
   }
 
-  /** The renewal after a 401 on `path` gave `fresh`, but the request was not sent again (unauthorized-flow.ts). */
-  unreplayed(fresh: number, path: string): void {
-    this.#flow.unreplayed(fresh, path);
+  /** The renewal after a 401 on `method` `path` gave `fresh`, but the request was not sent again (unauthorized-flow.ts). */
+  unreplayed(fresh: number, path: string, method = 'GET'): void {
+    this.#flow.unreplayed(fresh, path, method);
   }
 
   /** Non-fatal conditions `/readyz` reports beside its verdict (a new array each call). */

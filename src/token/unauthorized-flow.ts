@@ -2,7 +2,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, type RejectedToken, type SuspectForm } from './answer-rules.js';
 import { AnswerSignals, shortPath } from './answer-signals.js';
-import { pathKey } from './path-memory.js';
+import type { RequestKey } from './request-key.js';
 import type { TokenSnapshot, TokenState } from './token-state.js';
 
 /** What the flow needs of the token manager: its single flight and the renewal loop's pace. */
@@ -14,6 +14,8 @@ export interface FlowHost {
   inflight(): { attempt: Promise<TokenSnapshot>; held: boolean } | undefined;
   /** True when a 401-triggered gentoken call may go out at `now` (otherwise counted as deferred). */
   mayCallNow(now: number): boolean;
+  /** True when a judgement's gentoken call may go out at `now`: within the budget and leaving its reserve for revocations. */
+  mayJudgeNow(now: number): boolean;
   /** Monotonic ms the current token's scheduled renewal is due at. */
   renewDueAt(): number;
   /** The longest wait for a gentoken call once it goes out (`service.tokenTimeoutMs`). */
@@ -33,6 +35,8 @@ export interface UnauthorizedFlowDeps {
   configPath?: string;
   /** Called for each young token that had succeeded, was rejected and replaced by a renewal that helped. */
   onSuperseded?: () => void;
+  /** The key a request is judged by (request-key.ts); method + path + query without token.attach's parameters by default. */
+  keyOf?: RequestKey;
 }
 
 const PASS: Promise<undefined> = Promise.resolve(undefined);
@@ -61,12 +65,15 @@ export class UnauthorizedFlow {
   /** The log lines and warning texts of the rules' verdicts (answer-signals.ts). */
   readonly #signals: AnswerSignals;
   #deferred: Promise<TokenSnapshot | undefined> | undefined;
+  #deferredJudgement: Promise<TokenSnapshot | undefined> | undefined;
   /** 401s waiting for the scheduled renewal: each takes the first token whose call went out after it arrived. */
   #renewalWaiters: Array<{ since: number; settle: (token: TokenSnapshot | undefined) => void }> = [];
   #mintedAfter401: TokenSnapshot | undefined;
   /** The token the last 401-triggered renewal replaces, for judging the replays' answers. */
   #rejected: RejectedToken | undefined;
+  /** When the last revocation-class and judgement renewals went out: each kind has its own interval. */
   #lastInvalidateAt = -Infinity;
+  #lastJudgedAt = -Infinity;
   /** A renewal whose request was not sent again: the next 401 on that path with its token stands in for the replay. */
   #unreplayed: { key: string; fresh: number; rejected: RejectedToken } | undefined;
 
@@ -76,7 +83,7 @@ export class UnauthorizedFlow {
     this.#state = deps.state;
     this.#host = deps.host;
     this.#onSuperseded = deps.onSuperseded;
-    this.#rules = new AnswerRules(() => this.#clock.now());
+    this.#rules = new AnswerRules(() => this.#clock.now(), deps.keyOf);
     this.#signals = new AnswerSignals(deps.logger, deps.configPath);
   }
 
@@ -96,23 +103,23 @@ export class UnauthorizedFlow {
   }
 
   /** See TokenManager.invalidate(). */
-  invalidate(generation: number, path: string): Promise<TokenSnapshot | undefined> {
+  invalidate(generation: number, path: string, method = 'GET'): Promise<TokenSnapshot | undefined> {
     if (this.#host.stopped()) return PASS;
     const pending = this.#unreplayed;
-    if (pending !== undefined && pending.fresh === generation && pending.key === pathKey(path)) {
+    if (pending !== undefined && pending.fresh === generation && pending.key === this.#rules.keyOf(method, path)) {
       // The fresh token refused on the path whose streamed request it was renewed for: the answer
       // a replay would have given, judged as one (uploads must not renew on every 401 of a path
       // that answers 401 for its own reasons).
       this.#unreplayed = undefined;
       this.#rejected = pending.rejected;
-      this.#replayAnswered(pending.rejected.generation, generation, 401, path);
-      if (this.#rules.confirmIfProven(path, generation)) this.#signals.pathRemembered(path, PATH_MEMORY_MS / 60_000);
+      this.#replayAnswered(pending.rejected.generation, generation, 401, path, method);
+      if (this.#rules.confirmIfProven(path, generation, method)) this.#signals.pathRemembered(path, method, PATH_MEMORY_MS / 60_000);
     }
     const token = this.#state.token;
     const before = this.#rules.suspect;
-    const verdict = this.#rules.unauthorized(generation, path);
+    const verdict = this.#rules.unauthorized(generation, path, method);
     if (verdict === 'newly-remembered') {
-      this.#signals.pathRemembered(path, PATH_MEMORY_MS / 60_000);
+      this.#signals.pathRemembered(path, method, PATH_MEMORY_MS / 60_000);
     }
     if (verdict === 'remembered' || verdict === 'newly-remembered') return PASS;
     if (before === undefined && this.#rules.suspect !== undefined) this.#suspectEntered(this.#rules.suspect, path);
@@ -127,6 +134,9 @@ export class UnauthorizedFlow {
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#state.failure !== undefined) return this.#newer(generation);
     const now = this.#clock.now();
+    // Until anything has worked, a key that refused a fresh token is evidence about the token or
+    // token.attach, slowed down on the revocations' interval as before.
+    if (verdict === 'judge' || (verdict === 'renew-if-due' && this.#rules.anythingWorked)) return this.#judge(generation, path, method, verdict, now);
     const wait = this.#lastInvalidateAt + this.#rules.renewIntervalMs - now;
     if (wait > 0) {
       // Too soon after the last 401-triggered renewal. When nothing suggests a renewal would not
@@ -137,13 +147,45 @@ export class UnauthorizedFlow {
       this.#deferred ??= new Promise<TokenSnapshot | undefined>((resolve, reject) => {
         this.#clock.setTimeout(() => {
           this.#deferred = undefined;
-          this.invalidate(generation, path).then(resolve, reject);
+          this.invalidate(generation, path, method).then(resolve, reject);
         }, wait);
       });
       return this.#deferred;
     }
     if (!this.#host.mayCallNow(now)) return this.#scheduledRenewal(generation, now);
     this.#lastInvalidateAt = now;
+    return this.#renew(generation);
+  }
+
+  /**
+   * A 401 on a key never seen to work (or one that refused a fresh token, not yet confirmed): a
+   * judgement, on its own interval and within the budget's share for judgements, so that a client
+   * walking refused keys can spend neither the budget nor the interval a revocation needs.
+   * Outside it the 401 goes back at once: a revocation is healed through the keys that worked.
+   */
+  #judge(generation: number, path: string, method: string, verdict: 'judge' | 'renew-if-due', now: number): Promise<TokenSnapshot | undefined> {
+    const wait = this.#lastJudgedAt + this.#rules.judgeIntervalMs - now;
+    if (wait > 0) {
+      // As for revocations: while no judgement has found a key's own 401, one renewal is deferred
+      // to the end of the window and the 401s meanwhile wait for it (a storm on keys not yet seen).
+      if (verdict !== 'judge' || !this.#rules.judgementsHelp) return this.#newer(generation);
+      this.#deferredJudgement ??= new Promise<TokenSnapshot | undefined>((resolve, reject) => {
+        this.#clock.setTimeout(() => {
+          this.#deferredJudgement = undefined;
+          this.invalidate(generation, path, method).then(resolve, reject);
+        }, wait);
+      });
+      return this.#deferredJudgement;
+    }
+    // Beyond the judgements' share of the budget: as a revocation's 401 held back by it.
+    if (!this.#host.mayJudgeNow(now)) return this.#scheduledRenewal(generation, now);
+    this.#lastJudgedAt = now;
+    return this.#renew(generation);
+  }
+
+  /** The single-flight renewal a 401 asked for, the rejected token held back while it is on the wire. */
+  #renew(generation: number): Promise<TokenSnapshot | undefined> {
+    const token = this.#state.token;
     const rejectedCurrent = token !== undefined && token.generation === generation;
     if (rejectedCurrent) {
       // Held back from requests only while its renewal is on the wire: milliseconds.
@@ -160,15 +202,15 @@ export class UnauthorizedFlow {
   }
 
   /** See TokenManager.unreplayed(). */
-  unreplayed(fresh: number, path: string): void {
+  unreplayed(fresh: number, path: string, method = 'GET'): void {
     const rejected = this.#rejected;
-    if (rejected !== undefined && rejected.generation < fresh) this.#unreplayed = { key: pathKey(path), fresh, rejected };
+    if (rejected !== undefined && rejected.generation < fresh) this.#unreplayed = { key: this.#rules.keyOf(method, path), fresh, rejected };
   }
 
   /** See TokenManager.answered(). */
-  answered(generation: number, status: number, path: string, replayOf?: number): void {
-    if (replayOf !== undefined) return this.#replayAnswered(replayOf, generation, status, path);
-    const change = this.#rules.answered(generation, status, path);
+  answered(generation: number, status: number, path: string, replayOf?: number, method = 'GET'): void {
+    if (replayOf !== undefined) return this.#replayAnswered(replayOf, generation, status, path, method);
+    const change = this.#rules.answered(generation, status, path, method);
     if (change === 'suspect') this.#suspectEntered('answers', path);
     else if (change === 'cleared') this.#signals.suspectCleared(generation);
   }
@@ -185,12 +227,12 @@ export class UnauthorizedFlow {
     return form === undefined ? undefined : { evidence: form, path: shortPath(this.#rules.suspectPath ?? '/') };
   }
 
-  #replayAnswered(replayOf: number, fresh: number, status: number, path: string): void {
+  #replayAnswered(replayOf: number, fresh: number, status: number, path: string, method: string): void {
     const before = this.#rules.suspect;
-    this.#rules.answered(fresh, status, path);
+    this.#rules.answered(fresh, status, path, method);
     const pending = this.#rejected;
     const rejected: RejectedToken = pending?.generation === replayOf ? pending : { generation: replayOf, obtainedAt: -Infinity, lifetimeSeconds: 0, proven: false };
-    const verdict = this.#rules.replayed(rejected, fresh, status, path);
+    const verdict = this.#rules.replayed(rejected, fresh, status, path, method);
     const after = this.#rules.suspect;
     if (before === undefined && after !== undefined) this.#suspectEntered(after, path);
     else if (before !== undefined && after === undefined) this.#signals.suspectCleared(fresh);
@@ -201,7 +243,7 @@ export class UnauthorizedFlow {
     } else if (verdict.kind === 'refused' && after === undefined && before === undefined) {
       this.#signals.replayRefused(path, this.#rules.renewIntervalMs);
     } else if (verdict.kind === 'path-own') {
-      this.#signals.pathOwn(path);
+      this.#signals.pathOwn(path, method);
     }
   }
 

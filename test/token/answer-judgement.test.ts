@@ -52,7 +52,7 @@ describe('an endpoint\'s own 401 beside other clients\' traffic', () => {
       clock.advance(1_100);
       const [a, b, c] = await Promise.all([
         send(s.port, { path: `${OBJECTS}/obj-42` }),
-        send(s.port, { path: `${OBJECTS}/secret?round=${round}` }),
+        send(s.port, { path: `${OBJECTS}/secret?v=1` }),
         send(s.port, { path: `${OBJECTS}/obj-7` }),
       ]);
       ordinary.push(a.status);

@@ -24,20 +24,58 @@ describe('answer rules: what a status says', () => {
 });
 
 describe('answer rules: a path\'s own 401', () => {
-  it('a fresh token refused on a path that other paths accept: remembered once the fresh token succeeds elsewhere, then passed back without renewing', () => {
+  it('a fresh token refused on a key that other keys accept: remembered once the fresh token succeeds elsewhere, then passed back without renewing', () => {
     const { r } = rules();
     r.answered(1, 200, '/objects/a');
-    assert.equal(r.unauthorized(1, '/objects/secret?x=1'), 'renew');
+    assert.equal(r.unauthorized(1, '/objects/secret?x=1'), 'judge', 'a key never seen to work');
     assert.deepEqual(r.replayed(token(1, true), 2, 401, '/objects/secret?x=1'), { kind: 'path-own', path: '/objects/secret' });
-    // The same fresh token on the same path before it is seen to succeed elsewhere: renew only when due.
-    assert.equal(r.unauthorized(2, '/objects/secret'), 'renew-if-due');
+    // The same fresh token on the same key before it is seen to succeed elsewhere: renew only when due.
+    assert.equal(r.unauthorized(2, '/objects/secret?x=1'), 'renew-if-due');
+    // Another query or another method is another key: what the service judges.
+    assert.equal(r.unauthorized(2, '/objects/secret'), 'judge');
+    assert.equal(r.unauthorized(2, '/objects/secret?x=1', 'DELETE'), 'judge');
     r.answered(2, 200, '/objects/a');
-    assert.equal(r.unauthorized(2, '/objects/secret?x=2'), 'newly-remembered');
-    assert.equal(r.unauthorized(3, '/objects/secret'), 'remembered', 'later tokens too');
+    assert.equal(r.unauthorized(2, '/objects/secret?x=1'), 'newly-remembered');
+    assert.equal(r.unauthorized(3, '/objects/secret?x=1'), 'remembered', 'later tokens too');
+    assert.equal(r.unauthorized(3, '/objects/secret?y=2'), 'judge', 'never the other queries');
     assert.equal(r.suspect, undefined);
-    // A success on the path itself forgets it.
-    r.answered(3, 200, '/objects/secret');
-    assert.equal(r.unauthorized(3, '/objects/secret'), 'renew');
+    // A success on the key itself forgets it, and it has worked from then on: a 401 there is a revocation.
+    r.answered(3, 200, '/objects/secret?x=1');
+    assert.equal(r.unauthorized(3, '/objects/secret?x=1'), 'renew');
+  });
+
+  it('a 401 on a key that worked is a revocation whatever the memory holds; the first success of each token and every success while watching are what worked', () => {
+    const { r } = rules();
+    r.answered(1, 200, '/objects/a');
+    r.answered(1, 200, '/objects/b'); // not the first success of its token, nothing watched: not recorded (two comparisons)
+    assert.equal(r.workedKeys, 1);
+    assert.equal(r.unauthorized(1, '/objects/a'), 'renew');
+    assert.equal(r.unauthorized(1, '/objects/b'), 'judge');
+    // The same path refused for another query and another method: the app's key is untouched.
+    r.replayed(token(1, true), 2, 401, '/objects/a?id=deny');
+    r.replayed(token(2, true), 3, 401, '/objects/a', 'DELETE');
+    r.answered(3, 200, '/objects/b'); // watched now: recorded
+    assert.equal(r.unauthorized(3, '/objects/a?id=deny'), 'newly-remembered');
+    assert.equal(r.unauthorized(3, '/objects/a', 'DELETE'), 'newly-remembered');
+    assert.equal(r.unauthorized(3, '/objects/a'), 'renew');
+    assert.equal(r.unauthorized(3, '/objects/b'), 'renew');
+  });
+
+  it('judgements have their own interval: doubling after each that found a key\'s own 401, starting over when a renewal helped; the revocations\' interval untouched', () => {
+    const { r } = rules();
+    r.answered(1, 200, '/a');
+    assert.equal(r.judgeIntervalMs, 1000);
+    assert.equal(r.judgementsHelp, true);
+    for (let g = 1; g <= 3; g++) assert.equal(r.replayed(token(g, false), g + 1, 401, `/secret-${g}`).kind, 'path-own');
+    assert.equal(r.judgeIntervalMs, 8000);
+    assert.equal(r.judgementsHelp, false);
+    assert.equal(r.renewIntervalMs, 1000, 'never the revocations\' interval');
+    assert.equal(r.holdsForRenewal, true);
+    assert.equal(r.suspect, undefined, 'nor token.attach suspect');
+    for (let g = 4; g <= 20; g++) r.replayed(token(g, false), g + 1, 401, `/secret-${g}`);
+    assert.equal(r.judgeIntervalMs, MAX_RENEW_INTERVAL_MS);
+    r.replayed(token(21, true, 0), 22, 200, '/a');
+    assert.equal(r.judgeIntervalMs, 1000);
   });
 
   it('a success with the refused token counts even when an older token\'s success is answered after it', () => {
@@ -56,7 +94,7 @@ describe('answer rules: a path\'s own 401', () => {
     t.r.answered(2, 200, '/a');
     assert.equal(t.r.unauthorized(2, '/secret'), 'newly-remembered');
     t.advance(PATH_MEMORY_MS);
-    assert.equal(t.r.unauthorized(2, '/secret'), 'renew');
+    assert.equal(t.r.unauthorized(2, '/secret'), 'judge');
   });
 
   it('renewals that did not help space the next ones out; one that helped starts over', () => {
@@ -85,7 +123,7 @@ describe('answer rules: token.attach suspect', () => {
     assert.equal(r.unauthorized(1, '/a'), 'renew');
     assert.deepEqual(r.replayed(token(1, false), 2, 401, '/a'), { kind: 'refused', path: '/a' });
     assert.equal(r.suspect, undefined, 'one path is not enough');
-    assert.equal(r.unauthorized(2, '/a?again'), 'renew-if-due');
+    assert.equal(r.unauthorized(2, '/a?again'), 'renew', 'another key; nothing has worked yet: every 401 is evidence about the token');
     assert.equal(r.suspect, undefined, 'the same path again is not a second path');
     assert.equal(r.unauthorized(2, '/b'), 'suspect');
     assert.equal(r.suspect, 'unauthorized');

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createGentokenBudget } from '../../src/token/gentoken-budget.js';
+import { GentokenPacer } from '../../src/token/gentoken-pacer.js';
 import { parseRetryAfter } from '../../src/token/retry-after.js';
 
 describe('gentoken budget', () => {
@@ -14,6 +15,30 @@ describe('gentoken budget', () => {
     assert.equal(b.waitMs(60_000), 0);
     b.take(60_000);
     assert.equal(b.waitMs(60_001), 9, 'sliding: the call at 10 leaves at 60 010');
+  });
+
+  it('says how many calls are left in the window', () => {
+    const b = createGentokenBudget(3);
+    assert.equal(b.remaining(0), 3);
+    b.take(0);
+    b.take(10);
+    assert.equal(b.remaining(20), 1);
+    assert.equal(b.remaining(60_000), 2, 'the call at 0 has left the window');
+  });
+
+  it('judgements may use the budget only while they leave half of it (rounded up) to revocations and retries', () => {
+    const pacer = (perMinute: number) => new GentokenPacer({ maxGentokenPerMinute: perMinute, maxRetryAfterSeconds: 600, random: () => 0 });
+    const p = pacer(12);
+    let judged = 0;
+    while (p.judgementAllowed(0)) {
+      p.take('upstream 401', 0, Infinity);
+      judged++;
+    }
+    assert.equal(judged, 6, 'six of twelve; six are left for revocations');
+    assert.equal(p.earliest('upstream 401', 0, Infinity).at, 0, 'a revocation still goes out at once');
+    assert.equal(pacer(1).judgementAllowed(0), false, 'a budget of one is all for revocations');
+    assert.equal(pacer(3).judgementAllowed(0), true);
+    assert.equal(new GentokenPacer({ maxRetryAfterSeconds: 600, random: () => 0 }).judgementAllowed(0), true, 'no budget (tests only)');
   });
 
   it('refuses a budget that is not a positive integer', () => {

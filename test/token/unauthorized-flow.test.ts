@@ -24,6 +24,7 @@ function setup() {
       current: () => state.usable(clock.now()),
       inflight: () => undefined,
       mayCallNow: () => true,
+      mayJudgeNow: () => true,
       renewDueAt: () => Infinity,
       tokenTimeoutMs: 5_000,
       renew: () => {
@@ -57,6 +58,46 @@ describe('the answers\' flow alone (fake clock)', () => {
     assert.equal(await flow.invalidate(2, '/a'), undefined);
     assert.equal(renewals(), 1, 'no second gentoken call');
     assert.equal((flow.suspect() !== undefined), false);
+  });
+
+  it('nothing has worked yet: a path that refused a fresh token waits for the revocations\' slowed interval, not the judgements\'', { timeout: 10_000 }, async () => {
+    const { flow, renewals, clock } = setup();
+    await flow.invalidate(1, '/a');
+    flow.answered(2, 401, '/a', 1); // refused too, nothing succeeding: the interval doubles to 2 s
+    clock.advance(1_100);
+    assert.equal(await flow.invalidate(2, '/a'), undefined, 'passed back');
+    assert.equal(renewals(), 1);
+    clock.advance(1_000);
+    assert.equal((await flow.invalidate(2, '/a'))?.generation, 3, 'renewed once the 2 s have passed');
+  });
+
+  it('a walk over refused keys beside working traffic: judgements on their own doubling interval; a revocation on a key that worked renewed at once, every time', { timeout: 10_000 }, async () => {
+    const { flow, renewals, clock, state } = setup();
+    flow.answered(1, 200, '/app');
+    let walked = 0;
+    const judgeAt: number[] = [];
+    for (let i = 0; i < 40; i++) {
+      clock.advance(500);
+      const g = state.token!.generation;
+      const fresh = await flow.invalidate(g, `/secret-${walked++}`);
+      if (fresh) {
+        judgeAt.push(i);
+        flow.answered(fresh.generation, 401, `/secret-${walked - 1}`, g);
+      }
+      flow.answered(state.token!.generation, 200, '/app');
+    }
+    // 20 s of walking, a refused key every 0.5 s: judgements at 0, 2, 6 and 14 s (each that found
+    // the key's own 401 doubles the interval: 2, 4, 8, 16 s).
+    assert.deepEqual(judgeAt, [0, 4, 12, 28]);
+    const before = renewals();
+    for (let i = 0; i < 3; i++) {
+      clock.advance(1_000);
+      const g = state.token!.generation;
+      const fresh = await flow.invalidate(g, '/app');
+      assert.equal(fresh?.generation, g + 1, 'a revocation: renewed at once');
+      flow.answered(fresh!.generation, 200, '/app', g);
+    }
+    assert.equal(renewals(), before + 3);
   });
 
   it('uploads that cannot be sent again do not renew on every 401 of a path that answers 401 for its own reasons', async () => {
