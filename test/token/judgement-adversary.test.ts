@@ -6,7 +6,7 @@ import { startVendor, type Rule, type Vendor } from '../helpers/vendors.js';
 
 /**
  * The 401 judgement under a hostile local client (docs/design.md, "Reading the answers"; traps
- * T64 and T65): a vendor that checks tokens, can revoke every token issued so far, and answers some
+ * T71 and T72): a vendor that checks tokens, can revoke every token issued so far, and answers some
  * paths, query values and methods with its own 401. The app's ordinary requests must keep being
  * healed (renewal + replay) whatever the hostile client made the sidecar judge. Sidecars run on a
  * fake clock; the vendor answers gentoken at once, so "within one round trip" is "the request that
