@@ -9,7 +9,7 @@ import { doctorCommand } from '../../src/commands/doctor.js';
 import { statusCommand } from '../../src/commands/status.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
 import { captureIo } from '../helpers/command-io.js';
-import { CREDENTIALS, send, startSidecar, waitReady, type RunningSidecar } from '../helpers/stack.js';
+import { CREDENTIALS, ENGINES, send, startSidecar, waitReady, type RunningSidecar } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 import { startVendor, type Answer, type Vendor } from '../helpers/vendors.js';
 
@@ -148,4 +148,21 @@ describe('nothing the running sidecar holds reaches doctor, status or check-conf
       assertNoSecretIn(stdout() + stderr(), [inline.apiKey, inline.password, JSON.stringify(inline.password)], 'check-config');
     }
   });
+
+  for (const engine of ENGINES) {
+    it(`the ${engine} engine relays a diagnostic answer redacted, in every place the echo uses`, async () => {
+      const other = await startSidecar({ baseUrl: vendor.url, engine });
+      try {
+        await waitReady(other);
+        for (const place of PLACES) {
+          const answer = await send(other.port, { path: `/pub/b2b/v1/echo/${place}`, headers: { 'b2b-sidecar-diagnostic': '1' } });
+          assert.equal(answer.headers['b2b-sidecar-diagnostic'], 'redacted', place);
+          const everything = JSON.stringify(answer.headers) + answer.body.toString();
+          assertNoSecretIn(everything, secrets(), `${engine}: the answer with the echo in the ${place}`);
+        }
+      } finally {
+        await other.stop();
+      }
+    });
+  }
 });
