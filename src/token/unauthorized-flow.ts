@@ -177,8 +177,13 @@ export class UnauthorizedFlow {
       });
       return this.#deferredJudgement;
     }
-    // Beyond the judgements' share of the budget: as a revocation's 401 held back by it.
-    if (!this.#host.mayJudgeNow(now)) return this.#scheduledRenewal(generation, now);
+    // While the judgements keep finding revocations (none has found a key's own 401 since a renewal
+    // last helped), a judgement is a revocation's renewal and may use the whole budget: revocations
+    // met on new keys (every client's first request after one) must heal. Once one found a key's own
+    // 401 (a walk), judgements keep to their share, leaving half of the budget to revocations.
+    const allowed = this.#rules.judgementsHelp ? this.#host.mayCallNow(now) : this.#host.mayJudgeNow(now);
+    // Beyond that: as a revocation's 401 held back by the budget.
+    if (!allowed) return this.#scheduledRenewal(generation, now);
     this.#lastJudgedAt = now;
     return this.#renew(generation);
   }

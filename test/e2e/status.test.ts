@@ -141,7 +141,7 @@ describe('status against a running sidecar (whole process)', () => {
     const c = await cli(s);
     assert.equal(c.code, 0, 'a warning: the sidecar stays ready');
     assert.match(c.text, /^attach suspect\n/);
-    assert.match(c.text, /^warning: {7}no request has succeeded since the token was obtained .*b2b-sidecar doctor --probe \/pub\/b2b\/v1\/objects\/obj-\d+ --discover-attach\)$/m);
+    assert.match(c.text, /^warning: {7}no request has succeeded since the token was obtained .*b2b-sidecar doctor --probe \/pub\/b2b\/v1\/objects\/obj-\d+ --discover-attach --own-token\)$/m);
     assert.equal(c.json.state, 'attach suspect');
     assert.deepEqual(JSON.parse((await get(s.adminPort, '/readyz')).body), { status: 'ready', warnings: st.warnings });
   });
