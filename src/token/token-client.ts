@@ -23,7 +23,7 @@ export interface Credentials {
 /**
  * What the sidecar reads of a gentoken 200 body (AuthResult in config/b2b-auth.swagger.yaml).
  * `refreshToken` is never used, so it is neither required nor checked: a vendor's serialiser
- * that drops null fields (Jackson's NON_NULL) sends no `refreshToken` at all (docs/traps.md).
+ * that drops null fields (Jackson's NON_NULL) sends no `refreshToken` at all (docs/traps.md T31).
  */
 export interface AuthResult {
   token: string;
