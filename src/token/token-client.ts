@@ -274,10 +274,14 @@ const CLIENT_CERTIFICATE_PAGES: ReadonlyArray<[RegExp, string]> = [
     'auth server answered HTTP 400: it did not accept the client certificate presented ("The SSL certificate error": another CA, expired or revoked); check service.certFile with the vendor'],
 ];
 
-/** A 400 that names the client certificate, as a TokenRequestError of kind `http` saying so; otherwise undefined. */
+/**
+ * A 400 that names the client certificate, as a TokenRequestError of kind `http` saying so;
+ * otherwise undefined. The same answer comes back until the configuration changes: a
+ * configuration failure, retried on the lockout-safe schedule instead of every few seconds.
+ */
 function clientCertificateFailure(body: string): TokenRequestError | undefined {
   const found = CLIENT_CERTIFICATE_PAGES.find(([page]) => page.test(body));
-  return found && new TokenRequestError(found[1], { upstreamStatus: 400, kind: 'http' });
+  return found && new TokenRequestError(found[1], { upstreamStatus: 400, kind: 'http', configuration: true });
 }
 
 /** The TLS failure in words: the code, what it means, the certificate's subject and issuer when Node gives them. */
@@ -304,7 +308,7 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
   // Before the codes: under TLS 1.3 the refusal comes after the handshake, wrapped in a socket error.
   const alert = clientCertificateAlert(err);
-  if (alert && alert.number !== 0) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls' });
+  if (alert && alert.number !== 0) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls', configuration: true });
   const failure = failureByCode(err);
   // No alert, only a close after a certificate request: the failure keeps its kind and gains the hint.
   return alert ? new TokenRequestError(failure.message + clientCertificateHint('service'), { cause: err, kind: failure.kind }) : failure;
