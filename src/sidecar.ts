@@ -177,10 +177,13 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     }
     await egressReload;
     if (signalled) {
+      // Unchanged credentials: the fix may be elsewhere (the vendor's side, a client certificate just
+      // re-read): without a valid token or after a refusal, try now rather than at the schedule's next step.
+      const gentoken = credentials === 'unchanged' ? service.tokens.retryNow() : undefined;
       // Said every time, changed or not: an operator who sent the signal sees it arrived and what it covered.
       const files = rereadFileKeys(config);
-      if (files.length) logger.info('SIGHUP: re-read the files', { files, credentials });
-      else logger.info('SIGHUP: nothing to re-read (no file-based settings)');
+      if (files.length) logger.info('SIGHUP: re-read the files', { files, credentials, gentoken });
+      else logger.info('SIGHUP: nothing to re-read (no file-based settings)', { gentoken });
     }
   }
 

@@ -3,7 +3,7 @@ import { configWarnings } from '../config/warnings.js';
 import { unknownEnvWarnings } from '../config/env-warnings.js';
 import { runtimeWarnings } from '../config/runtime-risks.js';
 import { ConfigError } from '../shared/errors.js';
-import { loadConfig } from '../config/load-config.js';
+import { loadAdminSection, loadConfig, type AdminSection } from '../config/load-config.js';
 import type { CommandIo } from './io.js';
 import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.js';
 
@@ -34,6 +34,15 @@ export async function loadConfigOrExit(path: string | undefined, io: CommandIo):
     // Forgetting --config reads as "every key is missing"; say where the settings were looked for.
     if (path === undefined && err instanceof ConfigError) io.stderr.write(`(${NO_CONFIG_FILE})\n`);
     return code;
+  }
+}
+
+/** The admin section alone (`status`, `wait`, `healthcheck`), or reports why not and returns the exit code. */
+export async function loadAdminSectionOrExit(path: string | undefined, io: CommandIo): Promise<AdminSection | number> {
+  try {
+    return await loadAdminSection(path, io.env);
+  } catch (err) {
+    return reportConfigFailure(err, io);
   }
 }
 

@@ -39,6 +39,44 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
   return config;
 }
 
+/** Where a command that only reads the running sidecar (`status`, `wait`, `healthcheck`) finds its admin listener. */
+export interface AdminSection {
+  host: string;
+  port: number;
+}
+
+/**
+ * The `admin` section alone, for the commands that only talk to the admin listener: the file's
+ * `admin` keys plus their `B2B_*` overrides, with the schema's defaults (127.0.0.1:9464 without a
+ * file). Nothing else is validated or read: a config whose credential files are missing or
+ * unreadable to this user, or that lacks service.baseUrl, still gives its admin address, so
+ * `wait` in an app's unit and `status` on a packaged host work (docs/troubleshooting.md). A
+ * malformed admin section is reported by key like any config problem.
+ *
+ * @throws ConfigError for a file that cannot be read or parsed, or a problem in the admin section.
+ */
+export async function loadAdminSection(path: string | undefined, env: NodeJS.ProcessEnv): Promise<AdminSection> {
+  const { data, keyLines } = path === undefined ? { data: {} as Record<string, unknown>, keyLines: new Map<string, number>() } : await readConfigFile(path);
+  const problems = applyEnv(data, env, []).filter(isAdminProblem);
+  try {
+    validateConfig({ admin: data.admin });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    problems.push(...err.problems.filter(isAdminProblem).map((p) => withKeyLine(p, keyLines, path)));
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const admin = isRecord(data.admin) ? data.admin : {};
+  return {
+    host: typeof admin.host === 'string' ? admin.host : String(schemaAt(['admin', 'host'])!.default),
+    port: typeof admin.port === 'number' ? admin.port : Number(schemaAt(['admin', 'port'])!.default),
+  };
+}
+
+/** A problem line about the admin section (`admin.port (B2B_ADMIN_PORT): ...`, `admin: must be object`). */
+function isAdminProblem(problem: string): boolean {
+  return /^admin(?:[.[ :]|$)/.test(problem);
+}
+
 const replacements = new WeakMap<Config, readonly string[]>();
 const exposedSecrets = new WeakMap<Config, InlineSecrets>();
 

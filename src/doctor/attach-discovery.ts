@@ -244,16 +244,39 @@ export function orderCandidates(challenges: readonly Challenge[], answers: reado
     pointed.push({ in: 'header', name: 'Authorization', value: `${scheme === 'bearer' ? 'Bearer' : c.scheme} {token}` });
   }
   for (const a of answers) {
-    for (const name of headersNamedIn(`${a.message ?? ''} ${a.excerpt ?? ''}`)) pointed.push({ in: 'header', name, value: '{token}' });
+    const text = `${a.message ?? ''} ${a.excerpt ?? ''}`;
+    pointed.push(...placesNamedIn(text));
+    for (const name of headersNamedIn(text)) pointed.push({ in: 'header', name, value: '{token}' });
     if (/access_token/.test(a.excerpt ?? '')) pointed.push({ in: 'query', name: 'access_token', value: '{token}' });
   }
   const seen = new Set<string>();
-  return [...pointed, ...STANDARD_PRESENTATIONS].filter((p) => {
+  // A name a body gives in lower case (`authtoken`) prints as the standard list spells it.
+  const spelled = (p: Attachment): Attachment => {
+    const known = STANDARD_PRESENTATIONS.find((k) => k.in === p.in && k.name.toLowerCase() === p.name.toLowerCase());
+    return known ? { ...p, name: known.name } : p;
+  };
+  return [...pointed.map(spelled), ...STANDARD_PRESENTATIONS].filter((p) => {
     const key = `${p.in}:${p.name.toLowerCase()}:${p.value}`;
     if (seen.has(key)) return false;
     seen.add(key);
     return true;
   });
+}
+
+/**
+ * Where an error body says the token goes, with a placeholder for it (the product's own simulator:
+ * `missing token: expected in header x-vendor-session: <token>`, `… header Authorization: Session
+ * <token>`, `… query parameter sid=<token>`): the exact presentation, scheme included.
+ */
+export function placesNamedIn(text: string): Attachment[] {
+  const out: Attachment[] = [];
+  const token = String.raw`(?:<token>|\{token\}|<TOKEN>)`;
+  for (const m of text.matchAll(new RegExp(String.raw`\bheader\s+([A-Za-z][\w-]*)\s*:\s*(?:([A-Za-z][\w-]*)\s+)?${token}`, 'gi'))) {
+    if (/^(apikey|x-api-key)$/i.test(m[1]!) || /^(basic|digest|negotiate)$/i.test(m[2] ?? '')) continue;
+    out.push({ in: 'header', name: m[1]!, value: m[2] ? `${m[2]} {token}` : '{token}' });
+  }
+  for (const m of text.matchAll(new RegExp(String.raw`\bquery\s+parameter\s+([A-Za-z][\w-]*)\s*=\s*${token}`, 'gi'))) out.push({ in: 'query', name: m[1]!, value: '{token}' });
+  return out;
 }
 
 /**
@@ -264,7 +287,7 @@ export function orderCandidates(challenges: readonly Challenge[], answers: reado
 export function headersNamedIn(text: string): string[] {
   const names = new Set<string>();
   for (const m of text.matchAll(/header\s*['"`‘’“”]([A-Za-z][\w-]*)['"`‘’“”]|['"`‘’“”]([A-Za-z][\w-]*)['"`‘’“”]\s*header/gi)) names.add((m[1] ?? m[2])!);
-  for (const m of text.matchAll(/\b(X-[A-Za-z0-9][\w-]*)/g)) names.add(m[1]!);
+  for (const m of text.matchAll(/\b(X-[A-Za-z0-9][\w-]*)/gi)) names.add(m[1]!);
   return [...names].filter((n) => n.toLowerCase() !== 'apikey' && n.toLowerCase() !== 'x-api-key');
 }
 

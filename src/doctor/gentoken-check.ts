@@ -72,6 +72,10 @@ function describe(err: unknown, url: string, baseUrl: string): { detail: string;
     const after = err instanceof TokenRequestError && err.retryAfter !== undefined ? ` (Retry-After: ${err.retryAfter})` : '';
     return { status, detail: `POST ${url} → ${status}${after}`, hint: 'the service asks to slow down: wait, and check that replicas sharing the ApiKey do not call gentoken too often (token.maxGentokenPerMinute)' };
   }
+  if (err instanceof TokenRequestError && err.configuration) {
+    // A TLS front's mutual-TLS page (400): no retry changes it, only the client certificate does.
+    return { ...(status !== undefined ? { status } : {}), detail: `POST ${url} → ${status ?? 'refused'}: ${err.message.replace(/^auth server answered HTTP \d+: /, '')}`, hint: 'the service requires mutual TLS: set service.certFile and service.keyFile to the pair the vendor issued for this ApiKey, or ask the support team which CA they accept; retrying does not help' };
+  }
   if (status !== undefined) {
     return { status, detail: `POST ${url} → ${status}`, hint: 'the service failed to issue a token: retry later, or tell the support team' };
   }

@@ -58,7 +58,9 @@ const program = new Command('b2b-sidecar')
   .showHelpAfterError()
   .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) });
 const configOption = () => new Option('-c, --config <file>', 'configuration file (YAML or JSON); environment variables override it');
-const adminOption = () => new Option('--admin <url>', 'the admin listener, e.g. http://127.0.0.1:9464 (default: from the config)');
+const adminOption = () => new Option('--admin <url>', 'the admin listener, e.g. http://127.0.0.1:9464 (default: the admin section of --config and B2B_ADMIN_PORT, else 127.0.0.1:9464)');
+/** `status`, `wait`, `healthcheck` read the admin section only: credentials and service need not be readable or set. */
+const adminConfigOption = () => new Option('-c, --config <file>', 'configuration file: only its admin section is read (credentials, service.baseUrl and the rest are neither read nor checked)');
 
 program.command('run').description('run the sidecar in the foreground (JSON logs on stdout)')
   .addOption(configOption())
@@ -102,17 +104,17 @@ program.command('translation').description('show one translation of the localiza
   .option('--json', 'print the validated translation object')
   .action((ref: string, o: { config?: string; json?: boolean }) => { result = commands.translation().then((f) => f({ ref, ...o }, io)); });
 program.command('healthcheck').description('exit 0 when /healthz on the configured admin listener answers 200, else 1 (for a container HEALTHCHECK)')
-  .addOption(configOption())
+  .addOption(adminConfigOption())
   .addOption(adminOption())
   .action((o: { config?: string; admin?: string }) => { result = commands.healthcheck().then((f) => f(o, io)); });
 
 program.command('wait').description('exit 0 once /readyz answers 200 (the sidecar holds a token), 1 on timeout: for postStart hooks, ExecStartPost= and scripts')
-  .addOption(configOption())
+  .addOption(adminConfigOption())
   .option('--timeout <duration>', 'how long to wait: 30s, 500ms, 2m', '30s')
   .addOption(adminOption())
   .action((o: import('../commands/wait.js').WaitArgs) => { result = commands.wait().then((f) => f(o, io)); });
 program.command('status').description('print the running sidecar\'s status (token, last refresh error, warnings, listeners, build); exit 0 ready, 1 not ready, 3 cannot reach it')
-  .addOption(configOption())
+  .addOption(adminConfigOption())
   .addOption(adminOption())
   .option('--json', 'print the status as JSON, as GET /status answers it')
   .action((o: import('../commands/status.js').StatusArgs) => { result = commands.status().then((f) => f(o, io)); });

@@ -40,7 +40,8 @@ export const ComponentSchema = Type.Object({
 export const TranslationSchema = Type.Object({
   language: LanguageSchema,
   component: ComponentSchema,
-  language_code: Type.String({ minLength: 1 }),
+  // `language_code` is not listed: nothing reads it (the summary names `language.code`), so an
+  // answer without it is accepted (docs/traps.md T31); `--json` prints it when the server sent it.
   total: Count(),
   total_words: Count(),
   translated: Count(),

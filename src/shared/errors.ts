@@ -75,12 +75,18 @@ export class TokenRequestError extends SidecarError {
   readonly location: string | undefined;
   readonly kind: TokenRequestKind;
   readonly retryAfter: string | undefined;
-  constructor(message: string, options?: { cause?: unknown; upstreamStatus?: number; location?: string; kind?: TokenRequestKind; retryAfter?: string }) {
+  /**
+   * Only a change of configuration can cure it (the service refused the client certificate, or
+   * its absence): retried on the lockout-safe schedule, like refused credentials.
+   */
+  readonly configuration: boolean;
+  constructor(message: string, options?: { cause?: unknown; upstreamStatus?: number; location?: string; kind?: TokenRequestKind; retryAfter?: string; configuration?: boolean }) {
     super('SIDECAR_ERR_TOKEN_REQUEST', 503, message, options);
     this.upstreamStatus = options?.upstreamStatus;
     this.location = options?.location;
     this.kind = options?.kind ?? 'unreachable';
     this.retryAfter = options?.retryAfter;
+    this.configuration = options?.configuration ?? false;
   }
 }
 

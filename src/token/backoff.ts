@@ -42,8 +42,12 @@ export interface Backoff {
  */
 export const UNAUTHORIZED_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 5_000, capMs: 300_000, minMs: 5_000, upwardJitter: 0.2 });
 
-/** Network, TLS, timeout, 5xx or a garbled answer: likely to pass, retry sooner. */
-export const TRANSIENT_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 1_000, capMs: 60_000, minMs: 250 });
+/**
+ * Network, TLS, timeout, 5xx or a garbled answer: likely to pass, retry sooner: 1 s, then full
+ * jitter under 2 s, 4 s … 60 s, never sooner than 1 s (docs/troubleshooting.md says "1 s … 60 s";
+ * a faster first retry only adds load to an auth server that is already failing).
+ */
+export const TRANSIENT_BACKOFF: BackoffPolicy = Object.freeze({ baseMs: 1_000, capMs: 60_000, minMs: 1_000 });
 
 /** Beyond this many doublings every ceiling is the cap anyway; stops 2ⁿ from overflowing. */
 const MAX_EXPONENT = 40;

@@ -18,6 +18,15 @@ export interface PacerOptions {
 const SLOW_CAUSES: ReadonlySet<GentokenCause> = new Set(['unauthorized', 'refused']);
 
 /**
+ * Whether a failure is retried on the lockout-safe schedule: refused credentials or source
+ * address, a 429 without Retry-After, or a `configuration` failure (the client certificate
+ * refused or missing) that no retry can change.
+ */
+export function retriedSlowly(cause: GentokenCause, retryAfterMs: number | undefined, configuration = false): boolean {
+  return SLOW_CAUSES.has(cause) || configuration || (cause === 'rate_limited' && retryAfterMs === undefined);
+}
+
+/**
  * When the next gentoken call may go out, the renewal loop's pace: the per-minute budget (for the
  * calls answers and retries ask for, never the renewals a token's lifetime requires), a
  * Retry-After (binding every call), and the retry schedules after a failure (lockout-safe after a
@@ -81,11 +90,12 @@ export class GentokenPacer {
   /**
    * A call failed with `cause` (and a Retry-After of `retryAfterMs`, already capped, if any): the
    * Retry-After now binds every call; returns the delay before the retry. A 429 without a
-   * Retry-After is told to slow down too: the lockout-safe schedule.
+   * Retry-After is told to slow down too, and a `configuration` failure cannot pass by itself:
+   * the lockout-safe schedule.
    */
-  failed(cause: GentokenCause, retryAfterMs: number | undefined, now: number): number {
+  failed(cause: GentokenCause, retryAfterMs: number | undefined, now: number, configuration = false): number {
     if (retryAfterMs !== undefined) this.#notBefore = Math.max(this.#notBefore, now + retryAfterMs);
-    const slow = SLOW_CAUSES.has(cause) || (cause === 'rate_limited' && retryAfterMs === undefined);
+    const slow = retriedSlowly(cause, retryAfterMs, configuration);
     return Math.max((slow ? this.#slow : this.#fast).next(), retryAfterMs ?? 0);
   }
 

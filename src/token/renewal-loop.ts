@@ -188,12 +188,13 @@ export class RenewalLoop {
   }
 
   /**
-   * An attempt failed with `cause` (and a Retry-After of `retryAfterMs`, already capped): the
-   * retry is armed on its schedule (a Retry-After binds every trigger). Returns the seconds to it.
+   * An attempt failed with `cause` (and a Retry-After of `retryAfterMs`, already capped; a
+   * `configuration` failure, see gentoken-pacer.ts): the retry is armed on its schedule (a
+   * Retry-After binds every trigger). Returns the seconds to it.
    */
-  failed(cause: GentokenCause, retryAfterMs: number | undefined, retry: () => void): number | undefined {
+  failed(cause: GentokenCause, retryAfterMs: number | undefined, retry: () => void, configuration = false): number | undefined {
     const now = this.#clock.now();
-    const delay = this.#pacer.failed(cause, retryAfterMs, now);
+    const delay = this.#pacer.failed(cause, retryAfterMs, now, configuration);
     if (this.#stopped) return undefined;
     // Even if the current token expires before the retry, keep the backoff: no tight loop.
     this.#timer.arm(now + delay, retry);

@@ -20,11 +20,16 @@ export interface Credentials {
   version: number;
 }
 
-/** A validated gentoken 200 body (AuthResult in config/b2b-auth.swagger.yaml). `refreshToken` is unused but must be present. */
+/**
+ * What the sidecar reads of a gentoken 200 body (AuthResult in config/b2b-auth.swagger.yaml).
+ * `refreshToken` is never used, so it is neither required nor checked: a vendor's serialiser
+ * that drops null fields (Jackson's NON_NULL) sends no `refreshToken` at all (docs/traps.md T31).
+ */
 export interface AuthResult {
   token: string;
-  refreshToken: string | null;
   aliveSecondsTtl: number;
+  /** As the vendor sent it, when it did; never read, only printed by `token --json`. */
+  refreshToken?: unknown;
 }
 
 /** The gentoken call. Errors are TokenUnauthorizedError, TokenRefusedError, InvalidResponseError or TokenRequestError (with its `kind`). */
@@ -143,7 +148,7 @@ export function createTokenClient(options: TokenClientOptions): TokenClient {
   };
 }
 
-/** Validates a 200 body against AuthResult; extra properties are ignored. */
+/** Validates what is read of a 200 body (`token`, `aliveSecondsTtl`); every other property is ignored, `refreshToken` included. */
 export function parseAuthResult(text: string): AuthResult {
   let body: unknown;
   try {
@@ -160,16 +165,12 @@ export function parseAuthResult(text: string): AuthResult {
   if (token.length === 0) throw new InvalidResponseError('token', 'is empty');
   if (token.length > MAX_TOKEN_LENGTH) throw new InvalidResponseError('token', `is longer than ${MAX_TOKEN_LENGTH} characters`);
   if (!VISIBLE_ASCII.test(token)) throw new InvalidResponseError('token', 'contains characters other than visible ASCII');
-  if (!('refreshToken' in body)) throw new InvalidResponseError('refreshToken', 'is missing');
-  if (refreshToken !== null && typeof refreshToken !== 'string') {
-    throw new InvalidResponseError('refreshToken', 'is neither a string nor null');
-  }
   if (!('aliveSecondsTtl' in body)) throw new InvalidResponseError('aliveSecondsTtl', 'is missing');
   if (typeof aliveSecondsTtl !== 'number') throw new InvalidResponseError('aliveSecondsTtl', 'is not a number');
   if (!Number.isSafeInteger(aliveSecondsTtl) || aliveSecondsTtl <= 0) {
     throw new InvalidResponseError('aliveSecondsTtl', 'is not a positive integer');
   }
-  return { token, refreshToken, aliveSecondsTtl };
+  return 'refreshToken' in body ? { token, refreshToken, aliveSecondsTtl } : { token, aliveSecondsTtl };
 }
 
 async function readBody(res: UpstreamResponse): Promise<string> {
@@ -273,10 +274,14 @@ const CLIENT_CERTIFICATE_PAGES: ReadonlyArray<[RegExp, string]> = [
     'auth server answered HTTP 400: it did not accept the client certificate presented ("The SSL certificate error": another CA, expired or revoked); check service.certFile with the vendor'],
 ];
 
-/** A 400 that names the client certificate, as a TokenRequestError of kind `http` saying so; otherwise undefined. */
+/**
+ * A 400 that names the client certificate, as a TokenRequestError of kind `http` saying so;
+ * otherwise undefined. The same answer comes back until the configuration changes: a
+ * configuration failure, retried on the lockout-safe schedule instead of every few seconds.
+ */
 function clientCertificateFailure(body: string): TokenRequestError | undefined {
   const found = CLIENT_CERTIFICATE_PAGES.find(([page]) => page.test(body));
-  return found && new TokenRequestError(found[1], { upstreamStatus: 400, kind: 'http' });
+  return found && new TokenRequestError(found[1], { upstreamStatus: 400, kind: 'http', configuration: true });
 }
 
 /** The TLS failure in words: the code, what it means, the certificate's subject and issuer when Node gives them. */
@@ -303,7 +308,7 @@ function describeFailure(err: unknown, timedOutAfterMs: number | undefined): Err
   if (timedOutAfterMs !== undefined) return new TokenRequestError(`timed out after ${timedOutAfterMs}ms`, { cause: err, kind: 'timeout' });
   // Before the codes: under TLS 1.3 the refusal comes after the handshake, wrapped in a socket error.
   const alert = clientCertificateAlert(err);
-  if (alert && alert.number !== 0) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls' });
+  if (alert && alert.number !== 0) return new TokenRequestError(`TLS: ${clientCertificateRefusal(alert, 'the auth server', 'service')}`, { cause: err, kind: 'tls', configuration: true });
   const failure = failureByCode(err);
   // No alert, only a close after a certificate request: the failure keeps its kind and gains the hint.
   return alert ? new TokenRequestError(failure.message + clientCertificateHint('service'), { cause: err, kind: failure.kind }) : failure;

@@ -15,7 +15,8 @@ import { SidecarError, TokenRequestError, TokenUnavailableError } from '../share
 import type { SecretSet } from '../shared/secrets.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
-import type { PacedTrigger } from './gentoken-pacer.js';
+import { retriedSlowly, type PacedTrigger } from './gentoken-pacer.js';
+import { UNAUTHORIZED_BACKOFF } from './backoff.js';
 import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
 import { SUPERSEDED_WINDOW_MS } from './answer-rules.js';
@@ -102,6 +103,10 @@ export class TokenManager implements TokenView {
   /** The token held, the last failure, the superseded record (token-state.ts). */
   readonly #state = new TokenState();
   #inflight: Promise<TokenSnapshot> | undefined;
+  /** The last attempt failed in a way retried on the lockout-safe schedule (a refusal, a configuration failure). */
+  #lastFailureSlow = false;
+  /** Monotonic ms the last gentoken request went out; undefined before the first. */
+  #lastSentAt: number | undefined;
   #started = false;
   #stopped = false;
   readonly #onFailureCause: ((cause: GentokenCause) => void) | undefined;
@@ -234,6 +239,25 @@ export class TokenManager implements TokenView {
     });
   }
 
+  /**
+   * SIGHUP with unchanged credential files: the operator says something changed elsewhere (the
+   * vendor unblocked the key, fixed its allow list, or accepted the client certificate). When no
+   * valid token is held, or the last attempt was refused (a lockout-safe failure), one attempt goes
+   * out now instead of waiting for the schedule; still within token.maxGentokenPerMinute and any
+   * Retry-After, and never sooner than the lockout-safe schedule's first step (5 s) after the last
+   * call, so signals cannot make gentoken calls faster than that schedule would. Returns what was
+   * done, for the SIGHUP log line.
+   */
+  retryNow(): 'attempt now' | 'not running' | 'not needed (a valid token is held)' | 'an attempt is already under way' | `left to the schedule: the last call was ${number} s ago` {
+    if (!this.#started || this.#stopped) return 'not running';
+    if (this.#inflight) return 'an attempt is already under way';
+    if (this.current() && !this.#lastFailureSlow) return 'not needed (a valid token is held)';
+    const since = this.#lastSentAt === undefined ? Infinity : this.#clock.now() - this.#lastSentAt;
+    if (since < UNAUTHORIZED_BACKOFF.minMs) return `left to the schedule: the last call was ${round(since / 1000)} s ago`;
+    this.#kick('retry');
+    return 'attempt now';
+  }
+
   /** Readiness: ready while current() returns a token, else the reason clients are told. */
   status(): { ready: boolean; reason?: string } {
     return this.current() ? READY : { ready: false, reason: this.#reason() };
@@ -294,6 +318,7 @@ export class TokenManager implements TokenView {
     const sentAt = this.#clock.now();
     const sentAtWall = this.#clock.wallNow();
     this.#loop.requestSentAt = sentAt;
+    this.#lastSentAt = sentAt;
     let result: AuthResult;
     try {
       result = await Promise.resolve().then(() => this.#client.requestToken(creds));
@@ -315,6 +340,7 @@ export class TokenManager implements TokenView {
     const lifetimeMs = lifetimeSeconds * 1000;
     const token = this.#state.obtained(result, creds, sentAt, sentAtWall, lifetimeSeconds);
     this.#flow.obtained(token, trigger, sentAt);
+    this.#lastFailureSlow = false;
     this.#onRefresh?.('success', latencyMs / 1000);
     const renewInSeconds = this.#loop.succeeded(sentAt, lifetimeMs, () => this.#kick('renewal'));
     if (!this.#stopped) void this.#file?.write(token.value);
@@ -333,8 +359,11 @@ export class TokenManager implements TokenView {
     const retryAfterMs = err instanceof TokenRequestError
       ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#loop.maxRetryAfterMs)
       : undefined;
+    // The service refused the client certificate (or its absence): no retry can change that.
+    const configuration = err instanceof TokenRequestError && err.configuration;
+    this.#lastFailureSlow = retriedSlowly(failure, retryAfterMs, configuration);
     // A Retry-After binds every trigger (renewal, 401, rotation), not only the scheduled retry.
-    const retryInSeconds = this.#loop.failed(failure, retryAfterMs, () => this.#kick('retry'));
+    const retryInSeconds = this.#loop.failed(failure, retryAfterMs, () => this.#kick('retry'), configuration);
     const kept = this.current();
     // Token errors carry secret-free messages by construction; anything else is named only.
     const reason = err instanceof SidecarError ? err.message : `unexpected ${(err as Error)?.name ?? 'error'}`;
@@ -345,6 +374,7 @@ export class TokenManager implements TokenView {
     };
     if (failure === 'unauthorized') this.#logger.error('token request rejected by the auth server', fields);
     else if (failure === 'refused') this.#logger.error('token request refused by the auth server (HTTP 403)', { ...fields, cause: failure });
+    else if (configuration) this.#logger.error('token request failed', { ...fields, cause: failure });
     else this.#logger.warn('token request failed', { ...fields, cause: failure });
   }
 

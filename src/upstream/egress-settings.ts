@@ -19,8 +19,12 @@ export interface EgressHandle {
   readonly path: string;
   /** The client certificate in use, if any. */
   certificate(): ClientCertificate | undefined;
-  /** Re-reads the proxy credentials and the client certificate; a refused file keeps the current values. */
-  reload(): Promise<void>;
+  /**
+   * Re-reads the proxy credentials and the client certificate; a refused file keeps the current
+   * values. `fromWatch`: a file changed; a refused pair is then given {@link PAIR_GRACE_MS} for the
+   * other file of the pair before it is reported.
+   */
+  reload(fromWatch?: boolean): Promise<void>;
   close(): void;
 }
 
@@ -38,7 +42,17 @@ export interface EgressDeps {
   now?: () => Date;
   /** Aborted when the process stops during start-up: a key being decrypted is given up. */
   signal?: AbortSignal | undefined;
+  /** How long a changed, refused pair waits for its other file; {@link PAIR_GRACE_MS} unless set (tests). */
+  pairGraceMs?: number;
 }
+
+/**
+ * A certificate and its key are two files, replaced one after the other (docs/runbook.md,
+ * B2BSidecarClientCertificateExpiring): between the two writes the pair does not match. A change
+ * seen by the watch that leaves a refused pair is re-read once more after this long, and reported
+ * only if it is still refused then; the current pair stays in use meanwhile.
+ */
+export const PAIR_GRACE_MS = 10_000;
 
 /**
  * Resolves the proxy and loads the proxy credentials and client certificate. Throws (naming the
@@ -80,7 +94,10 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
 
   let running: Promise<void> | undefined;
   let again = false;
-  const reloadOnce = async () => {
+  let againExplicit = false;
+  let graceTimer: NodeJS.Timeout | undefined;
+  const pairGraceMs = deps.pairGraceMs ?? PAIR_GRACE_MS;
+  const reloadOnce = async (fromWatch: boolean) => {
     if (authFile) {
       try {
         const next = await readProxyAuth(authFile, route);
@@ -103,19 +120,34 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
         }
       } catch (err) {
         if (closing.signal.aborted) return;
+        if (fromWatch && pairGraceMs > 0 && !graceTimer) {
+          // Half a rotation, most likely: the other file follows; the final verdict comes after the grace.
+          logger?.info('client certificate re-read refused for now; waiting for the other file of the pair', { key: `${route}.certFile`, waitSeconds: pairGraceMs / 1000 });
+          graceTimer = setTimeout(() => {
+            graceTimer = undefined;
+            void reload();
+          }, pairGraceMs);
+          graceTimer.unref();
+          return;
+        }
+        if (graceTimer && fromWatch) return; // another change within the grace: its re-read reports
         logger?.warn('client certificate re-read refused; keeping the current one', { key: `${route}.certFile`, reason: (err as Error).message });
       }
     }
   };
-  const reload = async (): Promise<void> => {
+  const reload = async (fromWatch = false): Promise<void> => {
     if (running) {
       again = true;
+      if (!fromWatch) againExplicit = true;
       return running;
     }
     running = (async () => {
+      let watched = fromWatch;
       do {
         again = false;
-        await reloadOnce();
+        await reloadOnce(watched);
+        watched = !againExplicit;
+        againExplicit = false;
       } while (again);
     })().finally(() => { running = undefined; });
     return running;
@@ -124,7 +156,7 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
   const watched = [authFile, files?.certFile, files?.keyFile, files?.keyPassphraseFile].filter((f): f is string => typeof f === 'string');
   let watch: FileWatch | undefined;
   if (deps.watch && watched.length > 0) {
-    watch = watchFiles(watched, () => void reload(), {
+    watch = watchFiles(watched, () => void reload(true), {
       debounceMs: 200, persistent: false,
       onError: (dir, err) => logger?.warn('cannot watch a directory; changes apply on SIGHUP only', { dir, reason: err.message }),
     });
@@ -136,6 +168,7 @@ export async function startEgress(settings: EgressSettings, deps: EgressDeps): P
     reload,
     close: () => {
       closing.abort();
+      clearTimeout(graceTimer);
       watch?.close();
     },
   };

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { stringify } from 'yaml';
 import { doctorCommand, type DoctorArgs } from '../../src/commands/doctor.js';
-import { MAX_DISCOVERY_REQUESTS, headersNamedIn, parseTry } from '../../src/doctor/attach-discovery.js';
+import { MAX_DISCOVERY_REQUESTS, headersNamedIn, parseTry, placesNamedIn } from '../../src/doctor/attach-discovery.js';
+import { createB2bSimulator, type TokenPresentation } from '../../src/simulator/b2b-simulator.js';
 import { unknownToken } from '../../src/doctor/decoy-token.js';
 import { haltOf } from '../../src/doctor/discovery-halt.js';
 import type { DoctorStep } from '../../src/doctor/doctor-report.js';
@@ -167,6 +168,31 @@ describe('doctor --discover-attach against vendors that answer as common server 
     assert.equal(guessed.code, 0, guessed.text);
     assert.equal(guessed.discovery!.result, 'found');
     assert.equal(await proxiedStatus(v, guessed.discovery!.attachYaml!), 200);
+  });
+
+  // The product's own simulator names the place in its 401 body: `missing token: expected in header x-vendor-session: <token>`.
+  const hinted: Array<[string, TokenPresentation, string]> = [
+    ['a header outside every list', { in: 'header', name: 'x-vendor-session', scheme: undefined, requireApiKey: false }, 'x-vendor-session: {token}'],
+    ['a header with its own scheme', { in: 'header', name: 'x-session', scheme: 'Session', requireApiKey: false }, 'x-session: Session {token}'],
+    ['a query parameter', { in: 'query', name: 'sid', scheme: undefined, requireApiKey: false }, '?sid={token}'],
+  ];
+  for (const [name, tokenIn, found] of hinted) {
+    it(`the simulator's body hint (${name}) is tried first: found`, async (t) => {
+      const sim = createB2bSimulator({ apiKey: CREDENTIALS.apiKey, password: CREDENTIALS.password, ttlSeconds: 900, tls, tokenIn });
+      const { url } = await sim.start();
+      t.after(() => sim.stop());
+      const out = await doctor({ config: configFor({ url } as Vendor), probe: '/pub/b2b/v1/objects/demo-object', discoverAttach: true });
+      assert.equal(out.discovery!.result, 'found', out.text);
+      assert.equal(out.code, 0, out.text);
+      assert.equal(out.discovery!.tried![0]!.label, `${found} without ApiKey`, JSON.stringify(out.discovery!.tried));
+    });
+  }
+
+  it('reads a place and its scheme from a body that names them with a placeholder', () => {
+    assert.deepEqual(placesNamedIn('missing token: expected in header x-vendor-session: <token>'), [{ in: 'header', name: 'x-vendor-session', value: '{token}' }]);
+    assert.deepEqual(placesNamedIn('expected in header Authorization: Session <token> and header ApiKey'), [{ in: 'header', name: 'Authorization', value: 'Session {token}' }]);
+    assert.deepEqual(placesNamedIn('missing token: expected in query parameter sid=<token>'), [{ in: 'query', name: 'sid', value: '{token}' }]);
+    assert.deepEqual(placesNamedIn('expected in header Authorization: Basic <token>; header ApiKey: <token>'), []);
   });
 
   it('--try with two guesses the service both accepts: ambiguous, exit 1, both listed', async (t) => {

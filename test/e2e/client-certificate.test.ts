@@ -79,12 +79,25 @@ describe('client certificates against nginx with ssl_verify_client on', () => {
       const failed = s.log.lines().find((l) => l.message === 'token request failed');
       assert.equal(failed?.cause, 'http');
       assert.match(String(failed?.reason), /client certificate/);
+      // A configuration problem: retried on the lockout-safe schedule (5 s on), not every second.
+      assert.equal(failed?.level, 'error');
+      assert.ok(Number(failed?.retryInSeconds) >= 5, `retry in ${String(failed?.retryInSeconds)} s`);
     } finally {
       await s.stop();
     }
     const cli = await runCli(['token', '--config', await config('')]);
     assert.equal(cli.code, 1);
     assert.match(cli.stderr, /requires a client certificate \(mutual TLS\)/);
+  });
+
+  it('doctor\'s gentoken hint names the client certificate, not "retry later"', async () => {
+    const doctor = await runCli(['doctor', '--config', await config('')]);
+    assert.equal(doctor.code, 1);
+    const gentoken = doctor.stdout.split('\n').find((l) => /gentoken/.test(l) && /400/.test(l));
+    assert.ok(gentoken, doctor.stdout);
+    assert.match(gentoken, /none was presented/);
+    assert.match(gentoken, /set service\.certFile and service\.keyFile/);
+    assert.doesNotMatch(gentoken, /retry later/);
   });
 
   it('names a client certificate the server does not accept (another CA) at run time', async () => {

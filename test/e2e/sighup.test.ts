@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { spawnCli } from '../helpers/cli.js';
-import { CREDENTIALS, startSimulator } from '../helpers/stack.js';
+import { FakeClock } from '../helpers/fake-clock.js';
+import { ok, startGentokenServer } from '../helpers/gentoken-server.js';
+import { CREDENTIALS, startSidecar, startSimulator } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 
 describe('SIGHUP', () => {
@@ -33,5 +35,40 @@ describe('SIGHUP', () => {
     run.child.kill('SIGTERM');
     assert.equal(await run.exited, 0, run.stderr());
     assert.equal(run.stdout().includes(CREDENTIALS.apiKey), false);
+  });
+
+  it('with unchanged files and no valid token after a refusal: one gentoken attempt at once, not at the schedule\'s next step', async (t) => {
+    // The vendor unblocks the key on its side; the operator sends SIGHUP (systemctl reload).
+    let fixed = false;
+    const server = await startGentokenServer(() => (fixed ? ok('tkn-after-fix-0123456789', 900) : { status: 401, body: { message: 'Invalid ApiKey or password' } }));
+    t.after(() => server.close());
+    const clock = new FakeClock();
+    const s = await startSidecar({ baseUrl: server.url, clock, random: () => 0 });
+    t.after(() => s.stop());
+    const logged = async (message: string, count = 1) => {
+      for (let i = 0; i < 500; i++) {
+        const lines = s.log.lines().filter((l) => l.message === message);
+        if (lines.length >= count) return lines.at(-1)!;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error(`no ${count}× "${message}" in ${JSON.stringify(s.log.lines())}`);
+    };
+    await logged('token request rejected by the auth server');
+    // Within the lockout-safe schedule's first step of the last call: left to the schedule.
+    await s.sidecar.reloadCredentials(true);
+    assert.equal((await logged('SIGHUP: nothing to re-read (no file-based settings)')).gentoken, 'left to the schedule: the last call was 0 s ago');
+    await clock.advanceAsync(5_000); // the scheduled retry at 5 s, refused too; the next is at 15 s
+    await logged('token request rejected by the auth server', 2);
+    await clock.advanceAsync(6_000);
+    assert.equal(server.requests.length, 2);
+    fixed = true;
+    await s.sidecar.reloadCredentials(true);
+    assert.equal((await logged('SIGHUP: nothing to re-read (no file-based settings)', 2)).gentoken, 'attempt now');
+    await server.received(3);
+    assert.equal((await logged('token obtained')).trigger, 'retry');
+    assert.equal(server.requests.length, 3, 'at 11 s, before the schedule\'s 15 s');
+    await s.sidecar.reloadCredentials(true);
+    assert.equal((await logged('SIGHUP: nothing to re-read (no file-based settings)', 3)).gentoken, 'not needed (a valid token is held)');
+    assert.equal(server.requests.length, 3);
   });
 });

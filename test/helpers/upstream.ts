@@ -25,7 +25,7 @@ export interface TestUpstream {
  */
 export async function startUpstream(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
-  options: { ttlSeconds?: number } = {},
+  options: { ttlSeconds?: number; refreshToken?: 'absent' | null } = {},
 ): Promise<TestUpstream> {
   const tls = await testTls();
   let open = 0;
@@ -44,7 +44,9 @@ export async function startUpstream(
       req.on('end', () => {
         tokenBodies.push(Buffer.concat(chunks).toString());
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ token: `tok-${state.tokenRequests}-abcdef`, refreshToken: null, aliveSecondsTtl: options.ttlSeconds ?? 900 }));
+        // `refreshToken: 'absent'`: the answer of a serialiser that drops null fields (Jackson NON_NULL).
+        const refresh = options.refreshToken === 'absent' ? {} : { refreshToken: null };
+        res.end(JSON.stringify({ token: `tok-${state.tokenRequests}-abcdef`, ...refresh, aliveSecondsTtl: options.ttlSeconds ?? 900 }));
       });
       return;
     }

@@ -48,7 +48,7 @@ function verdicts(module: string, loader: string[]): { verdicts: string[]; ajvLo
     const { readFileSync } = await import('node:fs');
     const cases = JSON.parse(readFileSync(0, 'utf8'));
     const verdicts = cases.map((c) => {
-      try { return 'ok ' + parseTranslation(c).language_code; } catch (e) { return e.name + ' ' + e.message; }
+      try { return 'ok ' + parseTranslation(c).language.code; } catch (e) { return e.name + ' ' + e.message; }
     });
     const ajvLoaded = Object.keys(createRequire(import.meta.url).cache).some((f) => f.includes('/node_modules/ajv/dist/core.js'));
     process.stdout.write(JSON.stringify({ verdicts, ajvLoaded }));`;

@@ -158,6 +158,15 @@ describe('Weblate answers from its own sources (fixtures)', () => {
     });
   });
 
+  it('accepts an answer without the fields it does not read (language_code, the links, last_author)', async () => {
+    const base = JSON.parse(fixture('translations/current-no-vcs-permission.json').toString());
+    for (const key of ['language_code', 'last_author', 'web_url', 'translate_url']) delete base[key];
+    await withServer({ '/api/translations/hello/weblate/lean/': { status: 200, body: Buffer.from(JSON.stringify(base)) } }, async (client) => {
+      const { translation } = await client.getTranslation(parseTranslationRef('hello/weblate/lean'));
+      assert.equal(translation.language.code, base.language.code);
+    });
+  });
+
   it('answers the %2F form of a category path on the wire as %252F, never as a bare %2F', async () => {
     await withServer({ '/api/translations/hello/docs%252Fusage/cs/': ok('current-category-component.json') }, async (client, seen) => {
       for (const text of ['hello/docs/usage/cs', 'hello/docs%2Fusage/cs', 'hello/docs%2fusage/cs', 'hello/docs%252Fusage/cs']) {

@@ -6,13 +6,13 @@ describe('backoff', () => {
   it('doubles the ceiling up to the cap when the draw is maximal', () => {
     const b = createBackoff({ ...TRANSIENT_BACKOFF, random: () => 0.999999 });
     const delays = Array.from({ length: 9 }, () => b.next());
-    assert.deepEqual(delays, [999, 1999, 3999, 7999, 15999, 31999, 59999, 59999, 59999]);
+    assert.deepEqual(delays, [1000, 1999, 3999, 7999, 15999, 31999, 59999, 59999, 59999]);
     assert.equal(b.attempts, 9);
   });
 
-  it('never goes below the floor, so a zero draw is not a tight loop', () => {
+  it('never goes below the floor, so a zero draw is not a tight loop: transient retries start at 1 s, as the docs say', () => {
     const fast = createBackoff({ ...TRANSIENT_BACKOFF, random: () => 0 });
-    for (let i = 0; i < 20; i++) assert.equal(fast.next(), 250);
+    for (let i = 0; i < 20; i++) assert.equal(fast.next(), 1000);
   });
 
   it('after a refused login: 5 s doubling to 5 min, jitter only upward (never sooner than the schedule)', () => {
@@ -42,7 +42,7 @@ describe('backoff', () => {
     b.next();
     b.reset();
     assert.equal(b.attempts, 0);
-    assert.equal(b.next(), 500);
+    assert.equal(b.next(), 1000);
   });
 
   it('tolerates a random source outside [0, 1)', () => {

@@ -453,8 +453,8 @@ describe('credential source: after an upstream 401', () => {
 
 describe('token manager: failures and backoff', () => {
   for (const [name, reply, result, floor, base, cap, reason, level] of [
-    ['500', { status: 500 }, 'error', 250, 1000, 60_000, 'auth server failed (HTTP 500)', 'warn'],
-    ['invalid 200', { status: 200, body: { token: 'a\r\nb', refreshToken: null, aliveSecondsTtl: 9 } }, 'error', 250, 1000, 60_000, 'auth server sent an invalid response', 'warn'],
+    ['500', { status: 500 }, 'error', 1000, 1000, 60_000, 'auth server failed (HTTP 500)', 'warn'],
+    ['invalid 200', { status: 200, body: { token: 'a\r\nb', refreshToken: null, aliveSecondsTtl: 9 } }, 'error', 1000, 1000, 60_000, 'auth server sent an invalid response', 'warn'],
   ] as const) {
     it(`retries a ${name} with delays within [floor, min(cap, base·2ⁿ)] on the fake clock`, async () => {
       const t = await setup({ random: seeded(7) });
@@ -472,6 +472,18 @@ describe('token manager: failures and backoff', () => {
       await t.close();
     });
   }
+
+  it('retries a 5xx 1 s after the failure at the soonest, whatever the draw (docs/troubleshooting.md: 1 s … 60 s)', async () => {
+    for (const random of [() => 0, () => 0.3]) {
+      const t = await setup({ random });
+      t.respond = () => ({ status: 503 });
+      t.manager.start();
+      await t.advance(10_000);
+      assert.equal(t.calls[1]! - t.calls[0]!, 1000, 'the first retry');
+      assert.ok(t.calls.slice(2).every((at, i) => at - t.calls[i + 1]! >= 1000), 'every later retry');
+      await t.close();
+    }
+  });
 
   for (const [name, reply, result, reason] of [
     ['401', { status: 401, body: { message: 'ApiKey blocked' } }, 'unauthorized', 'credentials rejected by the auth server'],
@@ -515,12 +527,27 @@ describe('token manager: failures and backoff', () => {
     await t.close();
   });
 
+  it('retries a mutual-TLS 400 (no client certificate sent) on the lockout-safe schedule: a configuration problem, logged as an error', async () => {
+    const t = await setup({ random: () => 0 });
+    t.respond = () => ({ status: 400, body: '<html><head><title>400 No required SSL certificate was sent</title></head><body><center><h1>400 Bad Request</h1></center><center>No required SSL certificate was sent</center></body></html>' });
+    t.manager.start();
+    await t.advance(3_600_000);
+    const delays = t.calls.slice(1).map((at, i) => at - t.calls[i]!);
+    assert.deepEqual(delays.slice(0, 7), [5000, 10_000, 20_000, 40_000, 80_000, 160_000, 300_000]);
+    assert.ok(t.calls.length <= 17, `${t.calls.length} calls in an hour`);
+    assert.match(t.manager.status().reason ?? '', /requires a client certificate .*set service\.certFile and service\.keyFile/);
+    const failure = t.log.lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.message === 'token request failed');
+    assert.equal(failure?.level, 'error');
+    assert.equal(failure?.retryInSeconds, 5);
+    await t.close();
+  });
+
   it('never retries in a tight loop, even with an unlucky random source', async () => {
     const t = await setup({ random: () => 0 });
     t.respond = () => ({ status: 502 });
     t.manager.start();
     await t.advance(10_000);
-    assert.equal(t.calls.length, 41, 'one attempt every 250 ms');
+    assert.equal(t.calls.length, 11, 'one attempt every second (the floor)');
     await t.close();
   });
 
@@ -545,7 +572,7 @@ describe('token manager: failures and backoff', () => {
     await t.advance(0);
     assert.deepEqual(t.manager.status(), { ready: false, reason: 'auth server failed (HTTP 500)' });
     t.respond = () => t.issue();
-    await t.advance(250);
+    await t.advance(1000);
     assert.equal(t.manager.current()?.generation, 1);
     await t.close();
   });

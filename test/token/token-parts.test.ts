@@ -84,7 +84,7 @@ describe('the gentoken pacer', () => {
     assert.deepEqual(p.earliest('renewal', 1000, 0), { at: 120_000, by: 'Retry-After' });
     assert.equal(p.notBefore, 120_000);
     assert.deepEqual([p.failed('unauthorized', undefined, 0), p.failed('refused', undefined, 0), p.failed('rate_limited', undefined, 0)], [5000, 10_000, 20_000]);
-    assert.equal(p.failed('server_error', undefined, 0), 250, 'the transient floor');
+    assert.equal(p.failed('server_error', undefined, 0), 1000, 'the transient floor: 1 s');
     p.succeeded();
     assert.equal(p.failed('unauthorized', undefined, 0), 5000, 'starts over after a success');
     assert.equal(p.longestWaitMs(), 600_000);
