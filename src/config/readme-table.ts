@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ConfigSchema } from './schema.js';
-import { schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
+import { formatKey, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
 import { codeCell, escapeCell, readmeRegion } from '../shared/readme-region.js';
 
 const START = '<!-- config-table:start -->';
@@ -33,9 +33,7 @@ export const readmeConfigTable = (readme: string): string | undefined => region.
 /** `readme` with the region between the markers replaced by `table`. */
 export const replaceReadmeConfigTable = (readme: string, table: string): string => region.replace(readme, table);
 
-function keyOf(path: ConfigPath): string {
-  return path.map((s, i) => (typeof s === 'number' ? '[]' : i === 0 ? s : `.${s}`)).join('');
-}
+const keyOf = formatKey;
 
 function defaultCell(root: SchemaNode, path: ConfigPath, node: SchemaNode, required: boolean): string {
   if (node.default !== undefined) return codeCell(JSON.stringify(node.default));
