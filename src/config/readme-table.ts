@@ -37,6 +37,9 @@ const keyOf = formatKey;
 
 function defaultCell(root: SchemaNode, path: ConfigPath, node: SchemaNode, required: boolean): string {
   if (node.default !== undefined) return codeCell(JSON.stringify(node.default));
+  // A field of some kinds of a list entry (token.attach[].name: header, query and cookie entries).
+  const kinds = node['x-required-for'];
+  if (kinds !== undefined) return `**required** if ${codeCell(keyOf([...path.slice(0, -1), 'in']))} is ${kinds.map((k) => codeCell(k)).join(', ')}`;
   if (!required) return '—';
   // A required key inside an optional section is only required when that section is present.
   for (let i = path.length - 1; i > 0; i--) {

@@ -21,6 +21,8 @@ export interface SchemaNode {
   /** How a running sidecar picks up a change of this key without a restart, if it does. */
   'x-reload'?: string;
   'x-secret-file'?: boolean;
+  /** In a list entry whose `in` picks its kind: the kinds that need this field (checked by the config checks). */
+  'x-required-for'?: readonly string[];
 }
 
 /** A location in the config: object keys and array indexes. */

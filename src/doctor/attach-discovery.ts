@@ -1,5 +1,6 @@
 import { stringify } from 'yaml';
 import type { Attachment } from '../config/schema.js';
+import { describeAttachment, type NamedAttachment } from '../shared/attachment.js';
 import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
 import { probeWith, type ProbeAnswer, type ProbeTarget } from './probe-check.js';
 import { formatChallenge, parseChallenges, type Challenge } from './www-authenticate.js';
@@ -11,7 +12,7 @@ import { haltOf, haltStep, type Halt } from './discovery-halt.js';
  * (Bearer) and Django REST framework (Token) or none, the header names API gateways and
  * frameworks use, RFC 6750 §2.3's `access_token` query parameter and its neighbours, and cookies.
  */
-export const STANDARD_PRESENTATIONS: readonly Attachment[] = [
+export const STANDARD_PRESENTATIONS: readonly NamedAttachment[] = [
   { in: 'header', name: 'Authorization', value: 'Bearer {token}' },
   { in: 'header', name: 'Authorization', value: 'Token {token}' },
   { in: 'header', name: 'Authorization', value: '{token}' },
@@ -20,8 +21,8 @@ export const STANDARD_PRESENTATIONS: readonly Attachment[] = [
   ...['token', 'access_token', 'auth_token'].map((name) => ({ in: 'query' as const, name, value: '{token}' })),
   ...['token', 'AuthToken', 'access_token'].map((name) => ({ in: 'cookie' as const, name, value: '{token}' })),
 ];
-export const API_KEY: Attachment = { in: 'header', name: 'ApiKey', value: '{apiKey}' };
-const RK_OBJECT_ID: Attachment = { in: 'header', name: 'rkObjectId', value: '{rkObjectId}' };
+export const API_KEY: NamedAttachment = { in: 'header', name: 'ApiKey', value: '{apiKey}' };
+const RK_OBJECT_ID: NamedAttachment = { in: 'header', name: 'rkObjectId', value: '{rkObjectId}' };
 
 /** Discovery stops here whatever is left: it must stay a polite visitor. */
 export const MAX_DISCOVERY_REQUESTS = 60;
@@ -29,13 +30,7 @@ export const MAX_DISCOVERY_REQUESTS = 60;
 export const DEFAULT_DISCOVERY_RATE = 4;
 
 /** `Authorization: Bearer {token}`, `?access_token={token}`, `Cookie token={token}`. */
-export function presentationLabel(a: Attachment): string {
-  switch (a.in) {
-    case 'header': return `${a.name}: ${a.value}`;
-    case 'query': return `?${a.name}=${a.value}`;
-    case 'cookie': return `Cookie ${a.name}=${a.value}`;
-  }
-}
+export const presentationLabel = (a: Attachment): string => describeAttachment(a);
 
 /**
  * Parses a `--try` guess: `header:NAME:VALUE`, `query:NAME:VALUE` or `cookie:NAME:VALUE`, where
@@ -235,8 +230,8 @@ function triedEntry(label: string, answer: ProbeAnswer): TriedPresentation {
 }
 
 /** Presentations the baseline points at first (challenged scheme, a header the body names), then the standard list. */
-export function orderCandidates(challenges: readonly Challenge[], answers: readonly ProbeAnswer[]): Attachment[] {
-  const pointed: Attachment[] = [];
+export function orderCandidates(challenges: readonly Challenge[], answers: readonly ProbeAnswer[]): NamedAttachment[] {
+  const pointed: NamedAttachment[] = [];
   for (const c of challenges) {
     const scheme = c.scheme.toLowerCase();
     // Basic carries a user and password: never a place for the token (nor for the password).

@@ -11,9 +11,10 @@ import { ConfigError } from '../../src/shared/errors.js';
 import { missingFromExample, undocumentedInExample } from '../helpers/example-config.js';
 
 /**
- * Lists of objects are first-class config shapes (docs/architecture.md, "A setting"): the walker
- * follows their items, the timer bound covers keys inside them, problems name the item
- * (`credentials[1].listen.port`), and the example can show a commented-out entry. The schemas
+ * Lists of objects are first-class config shapes (docs/architecture.md, "A setting (and its
+ * environment variable)"): the walker follows their items, the timer bound covers keys inside
+ * them, problems name the item (`credentials[1].listen.port`), and the example can show a
+ * commented-out entry. The schemas
  * here are test schemas shaped like the lists the config grows (several credential sets, per-path
  * timeouts), not the real one.
  */
