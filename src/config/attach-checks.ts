@@ -1,4 +1,4 @@
-import { ATTACHMENT_KINDS, KIND_FIELDS, isAttachmentKind, unhandledAttachmentKind, type AttachmentKind } from '../shared/attachment.js';
+import { ATTACHMENT_KINDS, KIND_FIELDS, isAttachmentKind, placeOf, unhandledAttachmentKind, type Attachment, type AttachmentKind } from '../shared/attachment.js';
 import { isRecord, type Report } from './walk.js';
 
 /**
@@ -60,16 +60,19 @@ export function checkAttach(list: unknown, rkObjectId: unknown, report: Report):
       if (template.replace(/\$\{token\}/g, '').includes('{token}')) carriesToken = true;
       checkValue(template, where, field, rkObjectId, (reason) => report([...base, field], reason));
     }
-    if (typeof name !== 'string' || !isAttachmentKind(where)) return;
-    if (NAME_IS_TOKEN.has(where) && !TOKEN_NAME.test(name)) {
+    if (!isAttachmentKind(where)) return;
+    if (typeof name === 'string' && NAME_IS_TOKEN.has(where) && !TOKEN_NAME.test(name)) {
       const bad = firstBadChar(name, /[!#$%&'*+.^_`|~0-9A-Za-z-]/);
       report([...base, 'name'], `"${name}" is not a valid ${where} name${bad ? `: ${bad} is not allowed (letters, digits and !#$%&'*+-.^_\`|~ only)` : ''}`);
-    } else if (where === 'header' && FORBIDDEN_HEADERS.has(name.toLowerCase())) {
+    } else if (typeof name === 'string' && where === 'header' && FORBIDDEN_HEADERS.has(name.toLowerCase())) {
       report([...base, 'name'], `${name} is a hop-by-hop or framing header the proxy manages; it cannot be attached`);
     }
-    const id = where === 'header' ? `header ${name.toLowerCase()}` : `${where} ${name}`;
+    if (!(KIND_FIELDS[where].required as readonly string[]).every((field) => typeof entry[field] === 'string')) return;
+    // What the entry sets (a Basic entry sets the Authorization header): set twice, one would be lost.
+    const place = placeOf(entry as unknown as Attachment);
+    const id = place.in === 'header' ? `header ${place.name.toLowerCase()}` : `${place.in} ${place.name}`;
     const first = seen.get(id);
-    if (first !== undefined) report([...base, 'name'], `duplicates token.attach[${first}] (${where} ${name})`);
+    if (first !== undefined) report([...base, typeof name === 'string' ? 'name' : 'in'], `duplicates token.attach[${first}] (${place.in} ${place.name})`);
     else seen.set(id, i);
   });
   if (!carriesToken) report(['token', 'attach'], 'no entry has {token} in its value: the service would never see the token');

@@ -1,4 +1,4 @@
-import { unhandledAttachmentKind, type Attachment } from '../shared/attachment.js';
+import { placeOf, unhandledAttachmentKind, type Attachment } from '../shared/attachment.js';
 
 /** Values the attachment templates may use. */
 export interface AttachVars {
@@ -44,17 +44,12 @@ const PLACEHOLDER = /\{(token|apiKey|rkObjectId)\}/g;
  * so a renewal only re-joins strings; nothing is parsed per request.
  */
 export function compileAttachments(entries: readonly Attachment[]): CompiledAttachments {
-  const headerNames = new Set<string>();
-  const queryNames = new Set<string>();
-  const cookieNames = new Set<string>();
+  const names = { header: new Set<string>(), query: new Set<string>(), cookie: new Set<string>() };
   for (const entry of entries) {
-    switch (entry.in) {
-      case 'header': headerNames.add(entry.name.toLowerCase()); break;
-      case 'query': queryNames.add(entry.name.toLowerCase()); break;
-      case 'cookie': cookieNames.add(entry.name.toLowerCase()); break;
-      default: unhandledAttachmentKind(entry);
-    }
+    const place = placeOf(entry);
+    names[place.in].add(place.name.toLowerCase());
   }
+  const { header: headerNames, query: queryNames, cookie: cookieNames } = names;
   return {
     headerNames,
     queryNames,

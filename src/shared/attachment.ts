@@ -42,10 +42,20 @@ export const KIND_FIELDS: { readonly [K in AttachmentKind]: { required: FieldsOf
   cookie: { required: ['name', 'value'], templates: ['value'] },
 };
 
-/** The template fields of `entry` with their values, e.g. `[['value', 'Bearer {token}']]`. */
-export function templatesOf(entry: Attachment): Array<[field: string, template: string]> {
-  const fields = KIND_FIELDS[entry.in].templates as readonly string[];
-  return fields.map((field) => [field, String((entry as unknown as Record<string, unknown>)[field] ?? '')]);
+/**
+ * Where an entry puts what it carries: a header, a query parameter or a cookie, by name. The
+ * proxy strips a client's value of it (proxy/attach.ts) and the config checks refuse two entries
+ * that set the same one (config/attach-checks.ts).
+ */
+export function placeOf(a: Attachment): { in: 'header' | 'query' | 'cookie'; name: string } {
+  switch (a.in) {
+    case 'header':
+    case 'query':
+    case 'cookie':
+      return { in: a.in, name: a.name };
+    default:
+      return unhandledAttachmentKind(a);
+  }
 }
 
 /** How an entry reads in doctor's report: `Authorization: Bearer {token}`, `?access_token={token}`, `Cookie token={token}`. */
