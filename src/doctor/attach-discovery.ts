@@ -1,6 +1,6 @@
 import { stringify } from 'yaml';
 import type { Attachment } from '../config/schema.js';
-import { describeAttachment, type NamedAttachment } from '../shared/attachment.js';
+import { describeAttachment, isNamedAttachment, type NamedAttachment } from '../shared/attachment.js';
 import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
 import { probeWith, type ProbeAnswer, type ProbeTarget } from './probe-check.js';
 import { formatChallenge, parseChallenges, type Challenge } from './www-authenticate.js';
@@ -36,12 +36,12 @@ export const presentationLabel = (a: Attachment): string => describeAttachment(a
  * Parses a `--try` guess: `header:NAME:VALUE`, `query:NAME:VALUE` or `cookie:NAME:VALUE`, where
  * VALUE is a template carrying `{token}` (it may contain further colons). A string is a problem.
  */
-export function parseTry(spec: string): Attachment | string {
+export function parseTry(spec: string): NamedAttachment | string {
   const m = /^(header|query|cookie):([^:]+):(.+)$/.exec(spec);
   if (!m) return `"${spec}" is not KIND:NAME:VALUE (KIND header, query or cookie), e.g. header:X-Access-Token:{token}`;
   const [, kind, name, value] = m as unknown as [string, 'header' | 'query' | 'cookie', string, string];
   if (!value.includes('{token}')) return `"${spec}": the value must carry {token}`;
-  return { in: kind, name: name.trim(), value } as Attachment;
+  return { in: kind, name: name.trim(), value } as NamedAttachment;
 }
 
 /** What the service said without a token: the evidence every candidate is judged against. */
@@ -137,11 +137,12 @@ export async function discoverAttach(target: ProbeTarget, options: DiscoveryOpti
     const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
     const extras = asksForObject ? [RK_OBJECT_ID] : [];
     const guessing = options.guesses !== undefined && options.guesses.length > 0;
-    const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
-    const established: Array<{ attach: Attachment[]; label: string }> = [];
+    // Discovery tries named presentations only (parseTry makes no other kind), and says so in its result.
+    const candidates = guessing ? options.guesses!.filter(isNamedAttachment) : orderCandidates(challenges, [none, unknown]);
+    const established: Array<{ attach: NamedAttachment[]; label: string }> = [];
 
     /** Tries one presentation with or without the ApiKey; true when established, undefined over budget. */
-    const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
+    const judge = async (p: NamedAttachment, withApiKey: boolean): Promise<boolean | undefined> => {
       if (sent + 2 > max) return undefined;
       const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
       const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;

@@ -30,6 +30,10 @@ export type Attachment = AttachmentShapes[AttachmentKind];
 /** An entry of a kind that carries a named value (what doctor's discovery tries). */
 export type NamedAttachment = Extract<Attachment, { name: string }>;
 
+export function isNamedAttachment(a: Attachment): a is NamedAttachment {
+  return 'name' in a;
+}
+
 type FieldsOf<K extends AttachmentKind> = ReadonlyArray<Exclude<keyof AttachmentShapes[K], 'in'>>;
 
 /**
