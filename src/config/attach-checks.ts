@@ -99,7 +99,8 @@ function checkFields(entry: Record<string, unknown>, where: AttachmentKind, prob
  * visible ASCII (checked when they arrive), rkObjectId is in the config and checked here.
  */
 function checkValue(value: string, where: unknown, field: string, rkObjectId: unknown, problem: (reason: string) => void): void {
-  if (value === '') return problem('is empty: the entry would send nothing');
+  // A Basic pair may have an empty password (a token given as the user, RFC 7617 allows it).
+  if (value === '') return where === 'basic' && field === 'password' ? undefined : problem('is empty: the entry would send nothing');
   for (const [, placeholder] of value.matchAll(/\$\{([^{}]*)\}/g)) {
     if (PLACEHOLDERS.has(placeholder!)) problem(`\${${placeholder}} is shell syntax and would be sent literally: did you mean {${placeholder}}?`);
   }
@@ -137,6 +138,10 @@ function checkKindValue(where: AttachmentKind, field: string, value: string, rkO
       return;
     case 'query':
       return; // URL-encoded when attached
+    case 'basic':
+      // RFC 7617: the first colon ends the user; the pair is UTF-8 then base64, so any other text goes.
+      if (field === 'user' && value.replace(/\{[^{}]*\}/g, '').includes(':')) problem('the user of a basic entry must not contain a colon (RFC 7617: the first one ends it)');
+      return;
     default:
       unhandledAttachmentKind(where);
   }

@@ -62,7 +62,7 @@ const requiredFor = (field: string) => ({
 export const AttachmentSchema = Type.Unsafe<Attachment>(Type.Object(
   {
     in: Type.Union(ATTACHMENT_KINDS.map((kind) => Type.Literal(kind)), {
-      description: 'Where the value goes: a request header, a query parameter or a cookie.',
+      description: 'Where the value goes: a request header, a query parameter, a cookie, or basic: HTTP Basic authentication (Authorization: Basic base64(user:password), RFC 7617).',
     }),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.', ...requiredFor('name') })),
     value: Type.Optional(Type.String({
@@ -70,6 +70,8 @@ export const AttachmentSchema = Type.Unsafe<Attachment>(Type.Object(
       description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values. At least one entry must carry {token}.',
       ...requiredFor('value'),
     })),
+    user: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'The user of a basic entry; a template like value (e.g. {apiKey}). No colon.', ...requiredFor('user') })),
+    password: Type.Optional(Type.String({ maxLength: 8192, description: 'The password of a basic entry; a template like value (e.g. {token}).', ...requiredFor('password') })),
   },
   { additionalProperties: false },
 ));

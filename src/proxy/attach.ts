@@ -70,6 +70,8 @@ export function compileAttachments(entries: readonly Attachment[]): CompiledAtta
           case 'header': headers.push([entry.name.toLowerCase(), fill(entry.value)]); break;
           case 'query': query.push(`${encodeURIComponent(entry.name)}=${encodeURIComponent(fill(entry.value))}`); break;
           case 'cookie': cookie.push(`${entry.name}=${encodeURIComponent(fill(entry.value))}`); break;
+          // RFC 7617: UTF-8, then base64; its base64 holds neither secret verbatim.
+          case 'basic': headers.push(['authorization', `Basic ${derived(Buffer.from(`${fill(entry.user)}:${fill(entry.password)}`).toString('base64'))}`]); break;
           default: unhandledAttachmentKind(entry);
         }
       }

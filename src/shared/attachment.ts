@@ -5,7 +5,7 @@
  * compile error at each place that must learn to handle it (docs/architecture.md, "An
  * attachment kind").
  */
-export const ATTACHMENT_KINDS = ['header', 'query', 'cookie'] as const;
+export const ATTACHMENT_KINDS = ['header', 'query', 'cookie', 'basic'] as const;
 export type AttachmentKind = (typeof ATTACHMENT_KINDS)[number];
 
 /** A kind that carries one named value: `value` is a template with {token}, {apiKey} and {rkObjectId}. */
@@ -23,6 +23,8 @@ export interface AttachmentShapes {
   header: Named<'header'>;
   query: Named<'query'>;
   cookie: Named<'cookie'>;
+  /** HTTP Basic (RFC 7617): `Authorization: Basic base64(user:password)`, both templates. */
+  basic: { in: 'basic'; user: string; password: string };
 }
 
 /** One `token.attach` entry. */
@@ -44,6 +46,7 @@ export const KIND_FIELDS: { readonly [K in AttachmentKind]: { required: FieldsOf
   header: { required: ['name', 'value'], templates: ['value'] },
   query: { required: ['name', 'value'], templates: ['value'] },
   cookie: { required: ['name', 'value'], templates: ['value'] },
+  basic: { required: ['user', 'password'], templates: ['user', 'password'] },
 };
 
 /**
@@ -57,6 +60,8 @@ export function placeOf(a: Attachment): { in: 'header' | 'query' | 'cookie'; nam
     case 'query':
     case 'cookie':
       return { in: a.in, name: a.name };
+    case 'basic':
+      return { in: 'header', name: 'Authorization' };
     default:
       return unhandledAttachmentKind(a);
   }
@@ -68,6 +73,7 @@ export function describeAttachment(a: Attachment): string {
     case 'header': return `${a.name}: ${a.value}`;
     case 'query': return `?${a.name}=${a.value}`;
     case 'cookie': return `Cookie ${a.name}=${a.value}`;
+    case 'basic': return `Authorization: Basic base64(${a.user}:${a.password})`;
     default: return unhandledAttachmentKind(a);
   }
 }

@@ -24,6 +24,7 @@ const SAMPLES: { [K in AttachmentKind]: (first: string, second: string) => Extra
   header: (first) => ({ in: 'header', name: 'X-Credential', value: first }),
   query: (first) => ({ in: 'query', name: 'credential', value: first }),
   cookie: (first) => ({ in: 'cookie', name: 'credential', value: first }),
+  basic: (user, password) => ({ in: 'basic', user, password }),
 };
 
 /** Deterministic: a failure reproduces (mulberry32). */
