@@ -3,7 +3,7 @@ import { FileRefusedError, MAX_PEM_FILE_BYTES, MAX_SECRET_FILE_BYTES, readBounde
 import { dirname } from 'node:path';
 import { isIP } from 'node:net';
 import { checkAttach } from './attach-checks.js';
-import { isRecord, schemaAt, walkProperties, type ConfigPath, type Report } from './walk.js';
+import { isRecord, schemaAt, valuesAt, walkProperties, type ConfigPath, type Report } from './walk.js';
 import { credentialFileProblem, credentialValueProblem, type CredentialCarrier } from './credential-content.js';
 import { coversEveryone, parseStrictCidr } from '../shared/ip-guard.js';
 import { formatTranslationRef, parseTranslationRef } from './translation-ref.js';
@@ -173,31 +173,11 @@ function checkHost(host: unknown, path: ConfigPath, report: Report): void {
  * (never echoed), so check-config rejects what run would.
  */
 function checkFiles(config: Section, report: Report): void {
-  walkProperties((path) => {
-    const key = path[path.length - 1];
+  walkProperties((keyPath) => {
+    const key = keyPath[keyPath.length - 1];
     if (typeof key !== 'string' || !key.endsWith('File')) return;
-    const value = valueAt(config, path);
-    if (typeof value !== 'string' || value === '') return;
-    const problem = fileProblem(value);
-    if (problem !== undefined) return report(path, problem);
-    // Read as run reads them: a regular file within the size cap, never blocking (bounded-file.ts).
-    const read = (maxBytes: number): string | undefined => {
-      try {
-        return readBoundedFileSync(value, maxBytes);
-      } catch (err) {
-        report(path, `${value} ${err instanceof FileRefusedError ? err.reason : 'cannot be read'}`);
-        return undefined;
-      }
-    };
-    if (key === 'caFile') {
-      const text = read(MAX_PEM_FILE_BYTES);
-      const pem = text === undefined ? undefined : pemCertificatesProblem(text);
-      if (pem) report(path, `${value} ${pem}`);
-    } else if (CREDENTIAL_FILES[key] !== undefined) {
-      const text = read(MAX_SECRET_FILE_BYTES);
-      const content = text === undefined ? undefined : credentialFileProblem(text, CREDENTIAL_FILES[key]);
-      if (content) report(path, `${value} ${content}`);
-    }
+    // In every item of a list the key is in (`list[1].keyFile`).
+    for (const { path, value } of valuesAt(config, keyPath)) checkFile(path, key, value, report);
   });
   const tokenFile = section(config.token).file;
   if (typeof tokenFile === 'string' && tokenFile !== '') {
@@ -207,6 +187,31 @@ function checkFiles(config: Section, report: Report): void {
     } catch {
       report(['token', 'file'], `directory ${dir} does not exist`);
     }
+  }
+}
+
+/** One `...File` key's file: readable, within its size cap, and holding what the key promises. */
+function checkFile(path: ConfigPath, key: string, value: unknown, report: Report): void {
+  if (typeof value !== 'string' || value === '') return;
+  const problem = fileProblem(value);
+  if (problem !== undefined) return report(path, problem);
+  // Read as run reads them: a regular file within the size cap, never blocking (bounded-file.ts).
+  const read = (maxBytes: number): string | undefined => {
+    try {
+      return readBoundedFileSync(value, maxBytes);
+    } catch (err) {
+      report(path, `${value} ${err instanceof FileRefusedError ? err.reason : 'cannot be read'}`);
+      return undefined;
+    }
+  };
+  if (key === 'caFile') {
+    const text = read(MAX_PEM_FILE_BYTES);
+    const pem = text === undefined ? undefined : pemCertificatesProblem(text);
+    if (pem) report(path, `${value} ${pem}`);
+  } else if (CREDENTIAL_FILES[key] !== undefined) {
+    const text = read(MAX_SECRET_FILE_BYTES);
+    const content = text === undefined ? undefined : credentialFileProblem(text, CREDENTIAL_FILES[key]);
+    if (content) report(path, `${value} ${content}`);
   }
 }
 
@@ -220,15 +225,6 @@ function fileProblem(file: string): string | undefined {
     const code = (err as NodeJS.ErrnoException).code;
     return code === 'ENOENT' ? `file ${file} does not exist` : `file ${file} is not readable (${code ?? 'error'})`;
   }
-}
-
-function valueAt(config: Section, path: ConfigPath): unknown {
-  let value: unknown = config;
-  for (const segment of path) {
-    if (!isRecord(value) || typeof segment !== 'string') return undefined;
-    value = value[segment];
-  }
-  return value;
 }
 
 function checkListeners(listen: Section, admin: Section, report: Report): void {

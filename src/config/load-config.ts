@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
 import { validateConfig, type Config } from './validate-config.js';
 import { hostProblems } from './host-checks.js';
-import { envBindings, formatPath, formatProblem, isRecord, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
+import { envBindings, formatPath, formatProblem, isRecord, schemaAt, valuesAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
 import { ConfigError } from '../shared/errors.js';
 import { FileRefusedError, readBoundedFile } from '../shared/bounded-file.js';
 
@@ -110,9 +110,9 @@ function readableInlineSecrets(path: string, data: Record<string, unknown>): Inl
   const keys: string[] = [];
   walkProperties((keyPath, node) => {
     if (!node['x-secret']) return;
-    const value = getAt(data, keyPath.map(String));
-    if (typeof value !== 'string' || value === '' || !holdsSecret(value)) return;
-    keys.push(formatPath(keyPath));
+    for (const { path: at, value } of valuesAt(data, keyPath)) {
+      if (typeof value === 'string' && value !== '' && holdsSecret(value)) keys.push(formatPath(at));
+    }
   });
   return keys.length > 0 ? { file: path, mode, keys } : undefined;
 }
@@ -215,11 +215,13 @@ async function readConfigFile(path: string): Promise<{ data: Record<string, unkn
 function coerceBooleans(data: Record<string, unknown>): void {
   walkProperties((path, node) => {
     if (node.type !== 'boolean') return;
-    const parent = getAt(data, path.slice(0, -1).map(String));
     const key = String(path[path.length - 1]);
-    if (!isRecord(parent) || typeof parent[key] !== 'string') return;
-    const value = coerce(parent[key], node);
-    if (typeof value === 'boolean') parent[key] = value;
+    // In every item of a list the key is in.
+    for (const { value: parent } of valuesAt(data, path.slice(0, -1))) {
+      if (!isRecord(parent) || typeof parent[key] !== 'string') continue;
+      const value = coerce(parent[key], node);
+      if (typeof value === 'boolean') parent[key] = value;
+    }
   });
 }
 

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ConfigSchema } from './schema.js';
-import { schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
+import { formatKey, schemaAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
 import { codeCell, escapeCell, readmeRegion } from '../shared/readme-region.js';
 
 const START = '<!-- config-table:start -->';
@@ -33,12 +33,13 @@ export const readmeConfigTable = (readme: string): string | undefined => region.
 /** `readme` with the region between the markers replaced by `table`. */
 export const replaceReadmeConfigTable = (readme: string, table: string): string => region.replace(readme, table);
 
-function keyOf(path: ConfigPath): string {
-  return path.map((s, i) => (typeof s === 'number' ? '[]' : i === 0 ? s : `.${s}`)).join('');
-}
+const keyOf = formatKey;
 
 function defaultCell(root: SchemaNode, path: ConfigPath, node: SchemaNode, required: boolean): string {
   if (node.default !== undefined) return codeCell(JSON.stringify(node.default));
+  // A field of some kinds of a list entry (token.attach[].name: header, query and cookie entries).
+  const kinds = node['x-required-for'];
+  if (kinds !== undefined) return `**required** if ${codeCell(keyOf([...path.slice(0, -1), 'in']))} is ${kinds.map((k) => codeCell(k)).join(', ')}`;
   if (!required) return '—';
   // A required key inside an optional section is only required when that section is present.
   for (let i = path.length - 1; i > 0; i--) {

@@ -5,7 +5,7 @@
  * reach it as plain options.
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { ATTACHMENT_KINDS } from '../shared/attachment.js';
+import { ATTACHMENT_KINDS, KIND_FIELDS, type Attachment } from '../shared/attachment.js';
 import { MAX_TIMER_MS } from '../shared/clock.js';
 import { localizationSection, serviceSection } from './upstream-sections.js';
 
@@ -47,19 +47,34 @@ const Listener = (port: number, portEnv: string, what: string) =>
     { additionalProperties: false, default: {} },
   );
 
-export const AttachmentSchema = Type.Object(
+/**
+ * One `token.attach` entry: `in` picks the kind (shared/attachment.ts, ATTACHMENT_KINDS), and the
+ * fields of every kind are optional keys of this one object, so the walker, the README table and
+ * the example see each of them (`token.attach[].name`). Which fields a kind needs, and that it has
+ * no other kind's, is checked by config/attach-checks.ts from KIND_FIELDS; the TypeScript type is
+ * the union of the kinds' shapes.
+ */
+/** The kinds whose entries need `field` (KIND_FIELDS): the README table says so. */
+const requiredFor = (field: string) => ({
+  'x-required-for': ATTACHMENT_KINDS.filter((kind) => (KIND_FIELDS[kind].required as readonly string[]).includes(field)),
+});
+
+export const AttachmentSchema = Type.Unsafe<Attachment>(Type.Object(
   {
     in: Type.Union(ATTACHMENT_KINDS.map((kind) => Type.Literal(kind)), {
-      description: 'Where the value goes: a request header, a query parameter or a cookie.',
+      description: 'Where the value goes: a request header, a query parameter, a cookie, or basic: HTTP Basic authentication (Authorization: Basic base64(user:password), RFC 7617).',
     }),
-    name: Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.' }),
-    value: Type.String({
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'Header, parameter or cookie name.', ...requiredFor('name') })),
+    value: Type.Optional(Type.String({
       maxLength: 8192,
       description: 'Template; {token}, {apiKey} and {rkObjectId} are replaced with the current values. At least one entry must carry {token}.',
-    }),
+      ...requiredFor('value'),
+    })),
+    user: Type.Optional(Type.String({ minLength: 1, maxLength: 8192, description: 'The user of a basic entry; a template like value (e.g. {apiKey}). No colon.', ...requiredFor('user') })),
+    password: Type.Optional(Type.String({ maxLength: 8192, description: 'The password of a basic entry; a template like value (e.g. {token}).', ...requiredFor('password') })),
   },
   { additionalProperties: false },
-);
+));
 
 export const DEFAULT_ATTACH = [
   { in: 'header' as const, name: 'Authorization', value: 'Bearer {token}' },

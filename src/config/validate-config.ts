@@ -18,6 +18,7 @@ export function addAnnotationKeywords(ajv: Ajv): Ajv {
   ajv.addKeyword({ keyword: 'x-secret', schemaType: 'boolean' });
   ajv.addKeyword({ keyword: 'x-reload', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'x-secret-file', schemaType: 'boolean' });
+  ajv.addKeyword({ keyword: 'x-required-for', schemaType: 'array' });
   return ajv;
 }
 

@@ -1,3 +1,4 @@
+import { MAX_TIMER_MS } from '../shared/clock.js';
 import { ConfigSchema } from './schema.js';
 
 /**
@@ -13,12 +14,15 @@ export interface SchemaNode {
   anyOf?: SchemaNode[];
   const?: unknown;
   default?: unknown;
+  maximum?: number;
   description?: string;
   'x-env'?: string;
   'x-secret'?: boolean;
   /** How a running sidecar picks up a change of this key without a restart, if it does. */
   'x-reload'?: string;
   'x-secret-file'?: boolean;
+  /** In a list entry whose `in` picks its kind: the kinds that need this field (checked by the config checks). */
+  'x-required-for'?: readonly string[];
 }
 
 /** A location in the config: object keys and array indexes. */
@@ -53,7 +57,12 @@ export function formatProblem(path: ConfigPath, reason: string): string {
   return `${formatPath(path)}${envName ? ` (${envName})` : ''}: ${reason}`;
 }
 
-/** Calls `visit` for every property of every object schema under `schema`, depth first. */
+/**
+ * Calls `visit` for every property of every object schema under `schema`, depth first. A list
+ * (`type: array`) of objects is followed into its items, which stand at index 0 of the path
+ * (`['token', 'attach', 0, 'in']`): {@link formatKey} prints that as `token.attach[].in`, and
+ * {@link valuesAt} finds the key in every item of a config. Lists of lists are followed too.
+ */
 export function walkProperties(
   visit: (path: ConfigPath, node: SchemaNode, required: boolean) => void,
   schema: SchemaNode = root,
@@ -62,10 +71,45 @@ export function walkProperties(
   for (const [key, node] of Object.entries(schema.properties ?? {})) {
     const here = [...path, key];
     visit(here, node, schema.required?.includes(key) ?? false);
-    walkProperties(visit, node, here);
-    // Array items are shown with index 0; callers that print keys render it as `[]`.
-    if (node.items?.properties) walkProperties(visit, node.items, [...here, 0]);
+    walkInside(visit, node, here);
   }
+}
+
+function walkInside(visit: (path: ConfigPath, node: SchemaNode, required: boolean) => void, node: SchemaNode, path: ConfigPath): void {
+  if (node.properties) walkProperties(visit, node, path);
+  if (node.items) walkInside(visit, node.items, [...path, 0]);
+}
+
+/** True when `path` (a schema path) reaches into a list item. */
+export function inList(path: ConfigPath): boolean {
+  return path.some((segment) => typeof segment === 'number');
+}
+
+/** A schema path as the README table and bound checks name it: `token.attach[].in`. */
+export function formatKey(path: ConfigPath): string {
+  return path.map((s, i) => (typeof s === 'number' ? '[]' : i === 0 ? s : `.${s}`)).join('');
+}
+
+/**
+ * The values `config` holds at a schema path, each with its own path: an index step (`0`, as
+ * {@link walkProperties} gives it) stands for every item of that list, so
+ * `['credentials', 0, 'keyFile']` yields `credentials[0].keyFile`, `credentials[1].keyFile`, ...
+ * Missing keys yield nothing.
+ */
+export function valuesAt(config: unknown, path: ConfigPath): Array<{ path: ConfigPath; value: unknown }> {
+  let found: Array<{ path: ConfigPath; value: unknown }> = [{ path: [], value: config }];
+  for (const segment of path) {
+    const next: typeof found = [];
+    for (const { path: at, value } of found) {
+      if (typeof segment === 'number') {
+        if (Array.isArray(value)) value.forEach((item, i) => next.push({ path: [...at, i], value: item }));
+      } else if (isRecord(value) && value[segment] !== undefined) {
+        next.push({ path: [...at, segment], value: value[segment] });
+      }
+    }
+    found = next;
+  }
+  return found;
 }
 
 export interface EnvBinding {
@@ -74,12 +118,15 @@ export interface EnvBinding {
   node: SchemaNode;
 }
 
-/** Every key that an environment variable can override, in schema order. */
+/**
+ * Every key that an environment variable can override, in schema order. Keys inside list items
+ * have none: one variable cannot say which item it means (an `x-env` there is ignored).
+ */
 export function envBindings(schema: SchemaNode = root): EnvBinding[] {
   const out: EnvBinding[] = [];
   walkProperties((path, node) => {
     const env = node['x-env'];
-    if (env !== undefined) out.push({ path, env, node });
+    if (env !== undefined && !inList(path)) out.push({ path, env, node });
   }, schema);
   return out;
 }
@@ -101,27 +148,43 @@ export function redactBySchema(value: unknown, schema: SchemaNode = root): unkno
 
 /**
  * The keys of every file `config` names that a running sidecar re-reads (`x-reload`: on change
- * and on SIGHUP), as `service.keyFile`; what a SIGHUP log line lists.
+ * and on SIGHUP), as `service.keyFile` (`list[1].keyFile` in a list); what a SIGHUP log line lists.
  */
 export function rereadFileKeys(config: unknown, schema: SchemaNode = root): string[] {
   const keys: string[] = [];
   walkProperties((path, node) => {
     if (node['x-reload'] !== 'file re-read') return;
-    let value: unknown = config;
-    for (const segment of path) value = isRecord(value) ? value[segment] : undefined;
-    if (typeof value === 'string') keys.push(formatPath(path));
+    for (const { path: at, value } of valuesAt(config, path)) if (typeof value === 'string') keys.push(formatPath(at));
   }, schema);
   return keys;
 }
 
-/** Every secret file (`x-secret-file`) `config` names, with its key (`service.keyFile`), in schema order. */
+/** Every secret file (`x-secret-file`) `config` names, with its key (`service.keyFile`, `list[1].keyFile`), in schema order. */
 export function secretFileKeys(config: unknown, schema: SchemaNode = root): Array<[key: string, file: string]> {
   const out: Array<[string, string]> = [];
   walkProperties((path, node) => {
     if (node['x-secret-file'] !== true) return;
-    let value: unknown = config;
-    for (const segment of path) value = isRecord(value) ? value[segment] : undefined;
-    if (typeof value === 'string') out.push([formatPath(path), value]);
+    for (const { path: at, value } of valuesAt(config, path)) if (typeof value === 'string') out.push([formatPath(at), value]);
+  }, schema);
+  return out;
+}
+
+/**
+ * Every millisecond key (`...Ms`) and every seconds key (`...Seconds`, each becomes a timer)
+ * under `schema`, list items included, whose maximum is missing or above what a Node timer can
+ * hold: Node fires a longer timer after 1 ms (docs/traps.md T15). Each entry says what to add.
+ * Test-enforced for the real schema (test/config/validate-config.test.ts).
+ */
+export function unboundedTimerKeys(schema: SchemaNode = root): string[] {
+  const out: string[] = [];
+  walkProperties((path, node) => {
+    const name = String(path[path.length - 1]);
+    const unit = name.endsWith('Ms') ? 'ms' : name.endsWith('Seconds') ? 's' : undefined;
+    if (unit === undefined) return;
+    const bound = unit === 'ms' ? MAX_TIMER_MS : Math.floor(MAX_TIMER_MS / 1000);
+    const { maximum } = node;
+    if (maximum !== undefined && maximum <= bound) return;
+    out.push(`${formatKey(path)}: add \`...${unit === 'ms' ? 'millis' : 'seconds'}\` (maximum ${unit === 'ms' ? 'MAX_TIMER_MS' : 'Math.floor(MAX_TIMER_MS / 1000)'}) to its entry in src/config/schema.ts: Node fires a longer timer after 1 ms (docs/traps.md T15)`);
   }, schema);
   return out;
 }

@@ -1,5 +1,6 @@
 import { stringify } from 'yaml';
 import type { Attachment } from '../config/schema.js';
+import { describeAttachment, isNamedAttachment, type NamedAttachment } from '../shared/attachment.js';
 import type { DoctorStep, DiscoveryResult, TriedPresentation } from './doctor-report.js';
 import { probeWith, type ProbeAnswer, type ProbeTarget } from './probe-check.js';
 import { formatChallenge, parseChallenges, type Challenge } from './www-authenticate.js';
@@ -11,7 +12,7 @@ import { haltOf, haltStep, type Halt } from './discovery-halt.js';
  * (Bearer) and Django REST framework (Token) or none, the header names API gateways and
  * frameworks use, RFC 6750 §2.3's `access_token` query parameter and its neighbours, and cookies.
  */
-export const STANDARD_PRESENTATIONS: readonly Attachment[] = [
+export const STANDARD_PRESENTATIONS: readonly NamedAttachment[] = [
   { in: 'header', name: 'Authorization', value: 'Bearer {token}' },
   { in: 'header', name: 'Authorization', value: 'Token {token}' },
   { in: 'header', name: 'Authorization', value: '{token}' },
@@ -20,8 +21,8 @@ export const STANDARD_PRESENTATIONS: readonly Attachment[] = [
   ...['token', 'access_token', 'auth_token'].map((name) => ({ in: 'query' as const, name, value: '{token}' })),
   ...['token', 'AuthToken', 'access_token'].map((name) => ({ in: 'cookie' as const, name, value: '{token}' })),
 ];
-export const API_KEY: Attachment = { in: 'header', name: 'ApiKey', value: '{apiKey}' };
-const RK_OBJECT_ID: Attachment = { in: 'header', name: 'rkObjectId', value: '{rkObjectId}' };
+export const API_KEY: NamedAttachment = { in: 'header', name: 'ApiKey', value: '{apiKey}' };
+const RK_OBJECT_ID: NamedAttachment = { in: 'header', name: 'rkObjectId', value: '{rkObjectId}' };
 
 /** Discovery stops here whatever is left: it must stay a polite visitor. */
 export const MAX_DISCOVERY_REQUESTS = 60;
@@ -29,24 +30,18 @@ export const MAX_DISCOVERY_REQUESTS = 60;
 export const DEFAULT_DISCOVERY_RATE = 4;
 
 /** `Authorization: Bearer {token}`, `?access_token={token}`, `Cookie token={token}`. */
-export function presentationLabel(a: Attachment): string {
-  switch (a.in) {
-    case 'header': return `${a.name}: ${a.value}`;
-    case 'query': return `?${a.name}=${a.value}`;
-    case 'cookie': return `Cookie ${a.name}=${a.value}`;
-  }
-}
+export const presentationLabel = (a: Attachment): string => describeAttachment(a);
 
 /**
  * Parses a `--try` guess: `header:NAME:VALUE`, `query:NAME:VALUE` or `cookie:NAME:VALUE`, where
  * VALUE is a template carrying `{token}` (it may contain further colons). A string is a problem.
  */
-export function parseTry(spec: string): Attachment | string {
+export function parseTry(spec: string): NamedAttachment | string {
   const m = /^(header|query|cookie):([^:]+):(.+)$/.exec(spec);
   if (!m) return `"${spec}" is not KIND:NAME:VALUE (KIND header, query or cookie), e.g. header:X-Access-Token:{token}`;
   const [, kind, name, value] = m as unknown as [string, 'header' | 'query' | 'cookie', string, string];
   if (!value.includes('{token}')) return `"${spec}": the value must carry {token}`;
-  return { in: kind, name: name.trim(), value } as Attachment;
+  return { in: kind, name: name.trim(), value } as NamedAttachment;
 }
 
 /** What the service said without a token: the evidence every candidate is judged against. */
@@ -142,11 +137,12 @@ export async function discoverAttach(target: ProbeTarget, options: DiscoveryOpti
     const asksForObject = /rk_?object_?id/i.test(`${none.excerpt ?? ''} ${unknown.excerpt ?? ''}`) && target.vars.rkObjectId !== undefined;
     const extras = asksForObject ? [RK_OBJECT_ID] : [];
     const guessing = options.guesses !== undefined && options.guesses.length > 0;
-    const candidates = guessing ? [...options.guesses!] : orderCandidates(challenges, [none, unknown]);
-    const established: Array<{ attach: Attachment[]; label: string }> = [];
+    // Discovery tries named presentations only (parseTry makes no other kind), and says so in its result.
+    const candidates = guessing ? options.guesses!.filter(isNamedAttachment) : orderCandidates(challenges, [none, unknown]);
+    const established: Array<{ attach: NamedAttachment[]; label: string }> = [];
 
     /** Tries one presentation with or without the ApiKey; true when established, undefined over budget. */
-    const judge = async (p: Attachment, withApiKey: boolean): Promise<boolean | undefined> => {
+    const judge = async (p: NamedAttachment, withApiKey: boolean): Promise<boolean | undefined> => {
       if (sent + 2 > max) return undefined;
       const attach = [p, ...(withApiKey ? [API_KEY] : []), ...extras];
       const label = `${presentationLabel(p)}${withApiKey ? ' + ApiKey' : ' without ApiKey'}`;
@@ -235,8 +231,8 @@ function triedEntry(label: string, answer: ProbeAnswer): TriedPresentation {
 }
 
 /** Presentations the baseline points at first (challenged scheme, a header the body names), then the standard list. */
-export function orderCandidates(challenges: readonly Challenge[], answers: readonly ProbeAnswer[]): Attachment[] {
-  const pointed: Attachment[] = [];
+export function orderCandidates(challenges: readonly Challenge[], answers: readonly ProbeAnswer[]): NamedAttachment[] {
+  const pointed: NamedAttachment[] = [];
   for (const c of challenges) {
     const scheme = c.scheme.toLowerCase();
     // Basic carries a user and password: never a place for the token (nor for the password).
@@ -251,7 +247,7 @@ export function orderCandidates(challenges: readonly Challenge[], answers: reado
   }
   const seen = new Set<string>();
   // A name a body gives in lower case (`authtoken`) prints as the standard list spells it.
-  const spelled = (p: Attachment): Attachment => {
+  const spelled = (p: NamedAttachment): NamedAttachment => {
     const known = STANDARD_PRESENTATIONS.find((k) => k.in === p.in && k.name.toLowerCase() === p.name.toLowerCase());
     return known ? { ...p, name: known.name } : p;
   };
@@ -268,8 +264,8 @@ export function orderCandidates(challenges: readonly Challenge[], answers: reado
  * `missing token: expected in header x-vendor-session: <token>`, `… header Authorization: Session
  * <token>`, `… query parameter sid=<token>`): the exact presentation, scheme included.
  */
-export function placesNamedIn(text: string): Attachment[] {
-  const out: Attachment[] = [];
+export function placesNamedIn(text: string): NamedAttachment[] {
+  const out: NamedAttachment[] = [];
   const token = String.raw`(?:<token>|\{token\}|<TOKEN>)`;
   for (const m of text.matchAll(new RegExp(String.raw`\bheader\s+([A-Za-z][\w-]*)\s*:\s*(?:([A-Za-z][\w-]*)\s+)?${token}`, 'gi'))) {
     if (/^(apikey|x-api-key)$/i.test(m[1]!) || /^(basic|digest|negotiate)$/i.test(m[2] ?? '')) continue;

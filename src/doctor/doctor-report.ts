@@ -2,7 +2,7 @@
  * doctor/: the steps of the `doctor` command, one file each, and the report shape (this file).
  * May import: shared/, config/, observability/, upstream/, token/, proxy/.
  */
-import type { Attachment } from '../config/schema.js';
+import type { NamedAttachment } from '../shared/attachment.js';
 
 /** The steps of `doctor`, in the order they run. */
 export type DoctorStepName = 'config' | 'listen' | 'connect' | 'gentoken' | 'probe' | 'discover-attach';
@@ -58,7 +58,7 @@ export interface DoctorStep {
   /** discover-attach: the answers without a token and with one the service never issued, for a support ticket. */
   baseline?: { withoutToken: BaselineAnswer; withUnknownToken: BaselineAnswer };
   /** discover-attach: the `token.attach` list to use (the first accepted presentation). */
-  attach?: Attachment[];
+  attach?: NamedAttachment[];
   /** discover-attach: the same as a YAML block to paste into the config. */
   attachYaml?: string;
 }

@@ -1,5 +1,6 @@
 import { compileAttachments, rewriteCookie, rewriteQuery, type AttachVars } from '../proxy/attach.js';
 import type { Attachment } from '../config/schema.js';
+import { SecretSet } from '../shared/secrets.js';
 import { DIAGNOSTIC_BODY_DROPPED, DIAGNOSTIC_HEADER, DIAGNOSTIC_REDACTED } from '../proxy/diagnostic-answer.js';
 import { ClientGone, type ProxyEngine } from '../upstream/engine.js';
 import type { DoctorStep } from './doctor-report.js';
@@ -50,6 +51,11 @@ const MAX_EXCERPT = 160;
 export async function probeWith(target: ProbeTarget, attach: readonly Attachment[]): Promise<ProbeAnswer> {
   const compiled = compileAttachments(attach);
   const prepared = compiled.prepare(target.vars);
+  // What the attachments derived from the secrets (a Basic pair's base64) is scrubbed, with every
+  // piece of it, from what this probe shows, beside the secrets `target.redact` knows.
+  const derived = new SecretSet();
+  for (const value of prepared.secrets) derived.addToken(value);
+  const redact = (text: string): string => derived.redactFragments(target.redact(text));
   const headers: Record<string, string> = { accept: 'application/json' };
   if (target.viaSidecar) headers[DIAGNOSTIC_HEADER] = '1';
   for (const [name, value] of prepared.headers) headers[name] = value;
@@ -75,17 +81,17 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
   }
   const body = await res.body.readAll(MAX_BODY).catch(() => undefined);
   // Redacted before anything is cut: a cut first can leave a prefix of an echoed token.
-  const text = body ? target.redact(body.toString('utf8')) : '';
+  const text = body ? redact(body.toString('utf8')) : '';
   const message = text && errorMessage(text);
   if (message) answer.message = message;
   const excerpt = oneLine(text).slice(0, MAX_EXCERPT);
   if (excerpt) answer.excerpt = excerpt;
   const challenge = res.headers['www-authenticate'];
-  if (challenge !== undefined) answer.challenge = oneLine(target.redact(Array.isArray(challenge) ? challenge.join(', ') : challenge)).slice(0, MAX_EXCERPT);
+  if (challenge !== undefined) answer.challenge = oneLine(redact(Array.isArray(challenge) ? challenge.join(', ') : challenge)).slice(0, MAX_EXCERPT);
   const retryAfter = res.headers['retry-after'];
-  if (typeof retryAfter === 'string') answer.retryAfter = oneLine(target.redact(retryAfter)).slice(0, 40);
+  if (typeof retryAfter === 'string') answer.retryAfter = oneLine(redact(retryAfter)).slice(0, 40);
   const location = res.headers.location;
-  if (res.status >= 300 && res.status < 400 && typeof location === 'string') answer.location = target.redact(withoutQuery(location, target.base));
+  if (res.status >= 300 && res.status < 400 && typeof location === 'string') answer.location = redact(withoutQuery(location, target.base));
   return answer;
 }
 

@@ -1,4 +1,4 @@
-import { unhandledAttachmentKind, type Attachment } from '../shared/attachment.js';
+import { placeOf, unhandledAttachmentKind, type Attachment } from '../shared/attachment.js';
 
 /** Values the attachment templates may use. */
 export interface AttachVars {
@@ -15,6 +15,16 @@ export interface PreparedAttachments {
   readonly query: string;
   /** `name=value` pairs joined with `; `, appended to the Cookie header. */
   readonly cookie: string;
+  /**
+   * What a kind computed from the templates' values that does not hold them verbatim (the base64
+   * of `user:password`), so scrubbing the token and the ApiKey would miss it. Whoever prepares
+   * registers these for redaction: the route's credentials with every token
+   * (route-credentials.ts), doctor's probe in what it shows. A value that holds the secrets
+   * verbatim (`Bearer {token}`, URL-encoded or not) is scrubbed through them and is not listed.
+   * test/proxy/attach-secrets.test.ts checks this for every kind. Always present from
+   * {@link compileAttachments}; credentials built by hand (the localization route's) derive nothing.
+   */
+  readonly secrets?: readonly string[];
 }
 
 /** Compiled attachment list: the names to strip from client requests and a `prepare` step. */
@@ -24,7 +34,7 @@ export interface CompiledAttachments {
   /** Lower-case: client parameters and cookies are stripped whatever their case (a server may ignore it). */
   readonly queryNames: ReadonlySet<string>;
   readonly cookieNames: ReadonlySet<string>;
-  prepare(vars: AttachVars): PreparedAttachments;
+  prepare(vars: AttachVars): PreparedAttachments & { readonly secrets: readonly string[] };
 }
 
 const PLACEHOLDER = /\{(token|apiKey|rkObjectId)\}/g;
@@ -34,17 +44,12 @@ const PLACEHOLDER = /\{(token|apiKey|rkObjectId)\}/g;
  * so a renewal only re-joins strings; nothing is parsed per request.
  */
 export function compileAttachments(entries: readonly Attachment[]): CompiledAttachments {
-  const headerNames = new Set<string>();
-  const queryNames = new Set<string>();
-  const cookieNames = new Set<string>();
+  const names = { header: new Set<string>(), query: new Set<string>(), cookie: new Set<string>() };
   for (const entry of entries) {
-    switch (entry.in) {
-      case 'header': headerNames.add(entry.name.toLowerCase()); break;
-      case 'query': queryNames.add(entry.name.toLowerCase()); break;
-      case 'cookie': cookieNames.add(entry.name.toLowerCase()); break;
-      default: unhandledAttachmentKind(entry);
-    }
+    const place = placeOf(entry);
+    names[place.in].add(place.name.toLowerCase());
   }
+  const { header: headerNames, query: queryNames, cookie: cookieNames } = names;
   return {
     headerNames,
     queryNames,
@@ -53,16 +58,24 @@ export function compileAttachments(entries: readonly Attachment[]): CompiledAtta
       const headers: Array<readonly [string, string]> = [];
       const query: string[] = [];
       const cookie: string[] = [];
+      const secrets: string[] = [];
+      const fill = (template: string): string => template.replace(PLACEHOLDER, (_, name: keyof AttachVars) => vars[name] ?? '');
+      /** A value computed from filled templates (not a copy of them): registered for redaction. */
+      const derived = (value: string): string => {
+        secrets.push(value);
+        return value;
+      };
       for (const entry of entries) {
-        const value = entry.value.replace(PLACEHOLDER, (_, name: keyof AttachVars) => vars[name] ?? '');
         switch (entry.in) {
-          case 'header': headers.push([entry.name.toLowerCase(), value]); break;
-          case 'query': query.push(`${encodeURIComponent(entry.name)}=${encodeURIComponent(value)}`); break;
-          case 'cookie': cookie.push(`${entry.name}=${encodeURIComponent(value)}`); break;
+          case 'header': headers.push([entry.name.toLowerCase(), fill(entry.value)]); break;
+          case 'query': query.push(`${encodeURIComponent(entry.name)}=${encodeURIComponent(fill(entry.value))}`); break;
+          case 'cookie': cookie.push(`${entry.name}=${encodeURIComponent(fill(entry.value))}`); break;
+          // RFC 7617: UTF-8, then base64; its base64 holds neither secret verbatim.
+          case 'basic': headers.push(['authorization', `Basic ${derived(Buffer.from(`${fill(entry.user)}:${fill(entry.password)}`).toString('base64'))}`]); break;
           default: unhandledAttachmentKind(entry);
         }
       }
-      return { headers, query: query.join('&'), cookie: cookie.join('; ') };
+      return { headers, query: query.join('&'), cookie: cookie.join('; '), secrets };
     },
   };
 }

@@ -50,19 +50,25 @@ export interface TokenLike {
   readonly rkObjectId?: string | undefined;
 }
 
+/** Where values derived from a token are registered for redaction (shared/secrets.ts SecretSet). */
+export interface DerivedSecrets {
+  addToken(value: string): void;
+}
+
 /**
  * The service route's credentials: the current token plus the ApiKey/rkObjectId it was obtained
  * with, rendered through the attachment templates once per token and reused by every request.
+ * What the rendering derives from them (the base64 of a Basic pair) is registered in `secrets`
+ * before the credentials are handed out, so no log line can carry it (attach.ts, `secrets`).
  */
-export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttachments): CredentialSource {
+export function tokenCredentials(tokens: TokenSource, attachments: CompiledAttachments, secrets: DerivedSecrets): CredentialSource {
   let lastToken: TokenLike | undefined;
   let last: RouteCredentials | undefined;
   const wrap = (token: TokenLike): RouteCredentials => {
     if (token !== lastToken || !last) {
-      last = {
-        prepared: attachments.prepare({ token: token.value, apiKey: token.apiKey, rkObjectId: token.rkObjectId }),
-        generation: token.generation,
-      };
+      const prepared = attachments.prepare({ token: token.value, apiKey: token.apiKey, rkObjectId: token.rkObjectId });
+      for (const value of prepared.secrets) secrets.addToken(value);
+      last = { prepared, generation: token.generation };
       lastToken = token;
     }
     return last;

@@ -117,7 +117,7 @@ export async function startServicePart(config: Config, deps: {
   return {
     route: {
       name: 'service', prefix: '', engine,
-      credentials: tokenCredentials(tokens, attachments),
+      credentials: tokenCredentials(tokens, attachments, secrets),
       ...strippedNames(attachments, SERVICE_ROUTE_HEADERS),
     },
     tokens,

@@ -49,11 +49,17 @@ export class SecretSet {
 
   /**
    * Adds a token. Old tokens stay listed for a while after rotation because they may still appear
-   * in late log lines; beyond `maxRotating` the oldest is dropped so a long run does not grow
-   * without bound. Credentials added with `add` are never dropped.
+   * in late log lines; beyond `maxRotating` the least recently added is dropped so a long run
+   * does not grow without bound. Credentials added with `add` are never dropped.
    */
   addToken(value: string | undefined): void {
-    if (!value || value.length < MIN_SECRET_LENGTH || this.#permanent.has(value) || this.#rotating.has(value)) return;
+    if (!value || value.length < MIN_SECRET_LENGTH || this.#permanent.has(value)) return;
+    if (this.#rotating.delete(value)) {
+      // Added again (a value derived anew from each token but unchanged, as a Basic pair made
+      // of the ApiKey alone): now the newest, so it is not dropped while still in use.
+      this.#rotating.add(value);
+      return;
+    }
     this.#rotating.add(value);
     while (this.#rotating.size > this.#maxRotating) {
       const oldest = this.#rotating.values().next().value as string;

@@ -1,6 +1,6 @@
 import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { ConfigSchema } from '../../src/config/schema.js';
-import { formatPath, walkProperties, type ConfigPath, type SchemaNode } from '../../src/config/walk.js';
+import { formatKey, walkProperties, type ConfigPath, type SchemaNode } from '../../src/config/walk.js';
 
 /**
  * The check of config/sidecar.example.yaml against a schema (the real one, or one built from an
@@ -20,36 +20,40 @@ export function schemaKeys(schema: SchemaNode = ConfigSchema as unknown as Schem
 
 /**
  * The example with its commented-out settings switched on: a "# key: ..." line becomes "key: ...",
- * in place, when key is a schema key name. Prose comments stay comments.
+ * in place, when key is a schema key name. A commented-out list entry is switched on the same
+ * way: "# - key: ..." starts an item and "#   key: ..." continues it (a comment inside the entry
+ * is "#   # ..."), so a list can show an entry of another shape, and a commented-out list key
+ * ("# routes:") can show its first entry ("#   - key: ..."). Prose comments stay comments.
  */
 function uncommented(source: string, keys: readonly SchemaKey[]): string {
   const names = new Set(keys.map(({ path }) => String(path[path.length - 1])));
   return source
     .split('\n')
     .map((line) => {
-      const m = /^(\s*)#\s?([A-Za-z][A-Za-z0-9]*)(:(?:\s.*)?)$/.exec(line);
-      return m && names.has(m[2]!) ? `${m[1]}${m[2]}${m[3]}` : line;
+      const m = /^(\s*)# ?(\s*)(- )?([A-Za-z][A-Za-z0-9]*)(:(?:\s.*)?)$/.exec(line);
+      return m && names.has(m[4]!) ? `${m[1]}${m[2]}${m[3] ?? ''}${m[4]}${m[5]}` : line;
     })
     .join('\n');
 }
 
-/** The YAML node at a schema path; array steps take the first item. */
-function nodeAt(root: Node | null, path: ConfigPath): { key: Node; value: unknown } | undefined {
-  let current: unknown = root;
-  let key: Node | undefined;
-  for (const segment of path) {
-    if (typeof segment === 'number') {
-      if (!isSeq(current)) return undefined;
-      current = current.items[segment];
-      continue;
+/**
+ * The YAML node at a schema path; an array step (index 0 from walkProperties) looks in every
+ * item, so a key that only one kind of entry has is found in the entry that has it.
+ */
+function nodeAt(root: unknown, path: ConfigPath, key?: Node): { key: Node; value: unknown } | undefined {
+  if (path.length === 0) return key ? { key, value: root } : undefined;
+  const [segment, ...rest] = path;
+  if (typeof segment === 'number') {
+    if (!isSeq(root)) return undefined;
+    for (const item of root.items) {
+      const found = nodeAt(item, rest, key);
+      if (found) return found;
     }
-    if (!isMap(current)) return undefined;
-    const pair = current.items.find((p) => isScalar(p.key) && p.key.value === segment);
-    if (!pair) return undefined;
-    key = pair.key as Node;
-    current = pair.value;
+    return undefined;
   }
-  return key ? { key, value: current } : undefined;
+  if (!isMap(root)) return undefined;
+  const pair = root.items.find((p) => isScalar(p.key) && p.key.value === segment);
+  return pair ? nodeAt(pair.value, rest, pair.key as Node) : undefined;
 }
 
 /** The comment lines directly above `offset`'s line, joined. */
@@ -69,10 +73,11 @@ export function isSection(node: SchemaNode): boolean {
 function missingKey(path: ConfigPath, node: SchemaNode): string {
   const name = String(path[path.length - 1]);
   const parent = path.slice(0, -1).filter((s) => typeof s === 'string').join('.');
-  const where = parent === '' ? 'at the top level' : `under \`${parent}:\``;
+  const inItem = typeof path[path.length - 2] === 'number';
+  const where = parent === '' ? 'at the top level' : inItem ? `to an entry (or a commented-out "# - " entry) of \`${parent}:\`` : `under \`${parent}:\``;
   const comment = ['#', node.description ?? '<what it does>', ...hints(node)].join(' ');
   const value = isSection(node) ? `${name}:` : node.default === undefined ? `# ${name}: <value>` : `${name}: ${JSON.stringify(node.default)}`;
-  return `${formatPath(path)}: add ${where} in config/sidecar.example.yaml:\n  ${comment}\n  ${value}`;
+  return `${formatKey(path)}: add ${where} in config/sidecar.example.yaml:\n  ${comment}\n  ${value}`;
 }
 
 /** The phrases a key's comment must hold: "Default N." and "env X" where the schema has them. */
@@ -108,7 +113,7 @@ export function undocumentedInExample(text: string, schema: SchemaNode = ConfigS
     if (!found?.key.range) continue; // reported by missingFromExample
     const comment = commentAbove(source, found.key.range[0]);
     const line = source.slice(0, found.key.range[0]).split('\n').length;
-    const key = `${formatPath(path)} (config/sidecar.example.yaml line ${line})`;
+    const key = `${formatKey(path)} (config/sidecar.example.yaml line ${line})`;
     if (comment === '') {
       problems.push(`${key}: add a comment line above it saying what it does${defaultHint(node)}`);
       continue;

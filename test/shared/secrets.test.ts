@@ -21,6 +21,16 @@ describe('SecretSet', () => {
     assert.equal(secrets.has('token-cccc'), true);
   });
 
+  it('keeps a token-derived value added again with every token (an unchanged Basic pair): it is the newest, not the oldest', () => {
+    const secrets = new SecretSet(2);
+    secrets.addToken('basic-pair-of-the-apikey');
+    secrets.addToken('token-aaaa');
+    secrets.addToken('basic-pair-of-the-apikey');
+    secrets.addToken('token-bbbb');
+    assert.equal(secrets.has('basic-pair-of-the-apikey'), true, 'added again before token-bbbb: token-aaaa is the oldest');
+    assert.equal(secrets.has('token-aaaa'), false);
+  });
+
   it('scrubs the JSON-escaped form and ignores values too short to be secrets', () => {
     const secrets = new SecretSet();
     secrets.add('pa"ss\\word');

@@ -400,7 +400,7 @@ describe('token manager: single flight and invalidation', () => {
 });
 
 describe('credential source: after an upstream 401', () => {
-  const credentialsOf = (manager: TokenManager) => tokenCredentials(manager, compileAttachments(DEFAULT_ATTACH));
+  const credentialsOf = (manager: TokenManager) => tokenCredentials(manager, compileAttachments(DEFAULT_ATTACH), new SecretSet());
   const bearer = (c: RouteCredentials | undefined) => c?.prepared.headers.find(([name]) => name.toLowerCase() === 'authorization')?.[1];
 
   it('hands out credentials with the renewed token', async () => {
