@@ -6,6 +6,7 @@
 import { Type } from '@sinclair/typebox';
 import { MAX_TIMER_MS } from '../shared/clock.js';
 import { envNameOf } from '../shared/env-names.js';
+import { routeDeclaration } from '../shared/routes.js';
 import { UPSTREAM_KEYS, upstreamProperties, type UpstreamKeys } from '../shared/upstream-keys.js';
 
 const reread = { 'x-reload': 'file re-read' } as const;
@@ -26,7 +27,7 @@ export function localizationSection<K extends UpstreamKeys = typeof UPSTREAM_KEY
       ...upstreamProperties('localization', keys),
       token: Type.Optional(Type.String({ minLength: 1, description: 'API token, sent as "Authorization: Token <token>"; omit for public projects.', 'x-env': envNameOf(['localization', 'token']), 'x-secret': true })),
       tokenFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the API token (re-read on change).', 'x-env': envNameOf(['localization', 'tokenFile']), ...reread, 'x-secret-file': true })),
-      pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: '/l10n', description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
+      pathPrefix: Type.String({ pattern: '^/[A-Za-z0-9._~-]+$', default: routeDeclaration('localization').prefix, description: 'Requests under this prefix on the proxy listener go to the localization server (GET and HEAD only).' }),
       watch: Type.Array(Type.String({ minLength: 1 }), { default: [], description: 'Translations (project/[category/]component/language) exported as metrics.' }),
       pollIntervalSeconds: Type.Number({ maximum: Math.floor(MAX_TIMER_MS / 1000), minimum: 5, default: 300, description: 'Seconds between polls of the watched translations.' }),
     },

@@ -7,6 +7,7 @@
  * dashboards in deploy/ read them, and test/fixtures/metrics-exposition.txt pins them.
  */
 import { codeCell } from '../shared/readme-region.js';
+import { ROUTE_NAMES, type RouteName } from '../shared/routes.js';
 import type { TokenStatus } from './status.js';
 
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
@@ -26,8 +27,7 @@ export type AnyListener = ListenerName | 'socket';
 /** Why a connection was refused as it opened (see proxy/listener.ts). */
 const REFUSALS = ['not_allowed', 'per_source_limit', 'max_connections'] as const;
 export type ConnectionRefusalReason = (typeof REFUSALS)[number];
-/** Configured route names; the only values the `route` label can take (never a raw path). */
-export type RouteName = 'service' | 'localization';
+export type { RouteName } from '../shared/routes.js';
 /** Why a tunnel through the egress proxy failed (`egress_proxy_failures_total{reason}`, see upstream/connect-tunnel.ts). */
 export const EGRESS_PROXY_FAILURES = ['unreachable', 'auth', 'refused', 'closed', 'timeout'] as const;
 export type EgressProxyFailure = (typeof EGRESS_PROXY_FAILURES)[number];
@@ -53,10 +53,10 @@ export type ShareLimit = (typeof SHARE_LIMITS)[number];
 const LOCAL_5XX = ['502', '503', '504'];
 /**
  * The values the `route` and `method` labels can take; the recording (metrics.ts) normalises every
- * request to one of them, and docs/metrics.md lists them.
+ * request to one of them, and docs/metrics.md lists them. The routes are declared in shared/routes.ts.
  */
 export const LABEL_VALUES: { readonly route: readonly RouteName[]; readonly method: readonly string[] } = {
-  route: ['service', 'localization'],
+  route: ROUTE_NAMES,
   method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'],
 };
 /** The `state` label values of the unit and word gauges, in the order their counts are given. */
