@@ -10,12 +10,22 @@ import { routeDeclaration } from '../shared/routes.js';
 import { UPSTREAM_KEYS, upstreamProperties, type UpstreamKeys } from '../shared/upstream-keys.js';
 
 const reread = { 'x-reload': 'file re-read' } as const;
+/** A path deadline is bounded as service.timeoutMs is. */
+const { minimum, maximum } = UPSTREAM_KEYS.timeoutMs.schema('service', {});
 
 export function serviceSection<K extends UpstreamKeys = typeof UPSTREAM_KEYS>(keys: K = UPSTREAM_KEYS as unknown as K) {
   return Type.Object(
     {
       ...upstreamProperties('service', keys),
       tokenTimeoutMs: Type.Integer({ maximum: MAX_TIMER_MS, minimum: 100, default: 10000, description: 'Deadline for one gentoken request, in milliseconds.' }),
+      // A route's setting: compiled into its policy (shared/routes.ts), applied by its engines.
+      pathTimeouts: Type.Optional(Type.Array(Type.Object({
+        pathPrefix: Type.String({ pattern: '^/', maxLength: 1024, description: 'Path prefix, matched as plain text against the request\'s path and query as the client sends it.' }),
+        timeoutMs: Type.Integer({ minimum, maximum, description: 'Deadline for a request under pathPrefix, in milliseconds, instead of service.timeoutMs.' }),
+      }, { additionalProperties: false }), {
+        default: [],
+        description: 'Deadlines per path prefix: a request whose path starts with pathPrefix gets timeoutMs instead of service.timeoutMs (→ 504), and may pause that long while its body streams (at least proxy.idleTimeoutMs); the longest matching prefix wins, then the first listed.',
+      })),
     },
     { additionalProperties: false },
   );

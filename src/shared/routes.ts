@@ -1,7 +1,7 @@
 /**
  * The proxy listener's routes, declared once, each with its policy: its name (the `route` label of
  * every metric and log line), the config section of its upstream (the keys of upstream-keys.ts),
- * its path prefix, its methods and its deadline. From this table come the metric label values
+ * its path prefix, its methods and its deadlines (the route's, and per path prefix). From this table come the metric label values
  * (observability/metric-definitions.ts), the upstream sections (UPSTREAM_NAMES in upstream-keys.ts),
  * the defaults of `<section>.timeoutMs` and `localization.pathPrefix`, and the `RouteName` type.
  *
@@ -51,10 +51,33 @@ export function routeDeclaration(name: RouteName): RouteDeclaration {
   return ROUTES.find((r) => r.name === name)!;
 }
 
+/** One `<section>.pathTimeouts` entry as the config holds it. */
+export interface PathTimeout {
+  readonly pathPrefix: string;
+  readonly timeoutMs: number;
+}
+
+/** A path deadline, compiled: `ms` replaces the route's deadline for a path that starts with `prefix`. */
+export interface PathDeadline {
+  readonly prefix: string;
+  readonly ms: number;
+}
+
 /** The deadlines every engine to a route's upstream applies (EngineOptions, upstream/engine.ts). */
 export interface RouteDeadlines {
   /** `<section>.timeoutMs`: for the upstream's response headers, counted from dispatch (→ 504). */
   readonly headersTimeoutMs: number;
+  /** `<section>.pathTimeouts`, longest prefix first; absent when none is configured. */
+  readonly pathDeadlines?: readonly PathDeadline[];
+}
+
+/**
+ * The entry of `table` (longest prefix first, as compiled) whose prefix starts `path`: the longest
+ * match, in one pass; undefined when none does (the route's deadline applies).
+ */
+export function deadlineFor<T extends { readonly prefix: string }>(table: readonly T[], path: string): T | undefined {
+  for (const entry of table) if (path.startsWith(entry.prefix)) return entry;
+  return undefined;
 }
 
 /** A route's policy, compiled once at start from its declaration and its section's settings. */
@@ -71,6 +94,7 @@ export interface RoutePolicy {
 /** The keys of a route's section its policy reads (the validated config holds them). */
 export interface RouteSettings {
   readonly timeoutMs: number;
+  readonly pathTimeouts?: readonly PathTimeout[];
   readonly [key: string]: unknown;
 }
 
@@ -83,6 +107,12 @@ export function compileRoute(name: RouteName, settings: RouteSettings): RoutePol
     section: declared.section as UpstreamName,
     prefix: typeof chosen === 'string' ? chosen : declared.prefix,
     methods: declared.methods && new Set(declared.methods),
-    deadlines: { headersTimeoutMs: settings.timeoutMs },
+    deadlines: {
+      headersTimeoutMs: settings.timeoutMs,
+      // Stable sort: of two equal prefixes the first listed wins.
+      ...(settings.pathTimeouts?.length
+        ? { pathDeadlines: settings.pathTimeouts.map((p) => ({ prefix: p.pathPrefix, ms: p.timeoutMs })).sort((a, b) => b.prefix.length - a.prefix.length) }
+        : {}),
+    },
   };
 }

@@ -27,8 +27,8 @@ function uncommented(source: string, keys: readonly SchemaKey[]): string {
   return source
     .split('\n')
     .map((line) => {
-      const m = /^(\s*)#\s?([A-Za-z][A-Za-z0-9]*)(:(?:\s.*)?)$/.exec(line);
-      return m && names.has(m[2]!) ? `${m[1]}${m[2]}${m[3]}` : line;
+      const m = /^(\s*)# ?(\s*)(- )?([A-Za-z][A-Za-z0-9]*)(:(?:\s.*)?)$/.exec(line);
+      return m && names.has(m[4]!) ? `${m[1]}${m[2]}${m[3] ?? ''}${m[4]}${m[5]}` : line;
     })
     .join('\n');
 }
