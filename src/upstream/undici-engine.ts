@@ -67,7 +67,7 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
         if (body !== undefined && !Buffer.isBuffer(body)) body.onProgress = () => exchange.bodyProgress();
         if (closed) return reject(Object.assign(new Error('the engine is closed'), { code: 'UND_ERR_CLOSED' }));
         const dispatcher: Dispatcher = request.fresh ? (freshPool ??= new Pool(options.baseUrl.origin, { ...poolOptions, pipelining: 0 })) : pool;
-        dispatcher.dispatch({
+        const dispatch: Dispatcher.DispatchOptions = {
           method: request.method as 'GET',
           path: basePath + request.path,
           headers: request.headers,
@@ -76,10 +76,13 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
           // "expect" (GET, DELETE, OPTIONS with a body): a TLS handshake per such request, where
           // Node's agent and nginx keep the connection (docs/traps.md T54). HEAD keeps undici's close.
           reset: body !== undefined && request.method !== 'HEAD' ? false : undefined,
-          // undefined: the pool's, the route's deadlines.
-          headersTimeout: path?.headersTimeout,
-          bodyTimeout: path?.bodyTimeout,
-        }, exchange);
+        };
+        // A path deadline's values for both of undici's timers; without one, the pool's (the route's).
+        if (path) {
+          dispatch.headersTimeout = path.headersTimeout;
+          dispatch.bodyTimeout = path.bodyTimeout;
+        }
+        dispatcher.dispatch(dispatch, exchange);
       });
     },
     close() {
