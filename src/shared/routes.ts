@@ -1,9 +1,10 @@
 /**
  * The proxy listener's routes, declared once, each with its policy: its name (the `route` label of
  * every metric and log line), the config section of its upstream (the keys of upstream-keys.ts),
- * its path prefix, its methods and its deadlines (the route's, and per path prefix). From this table come the metric label values
- * (observability/metric-definitions.ts), the upstream sections (UPSTREAM_NAMES in upstream-keys.ts),
- * the defaults of `<section>.timeoutMs` and `localization.pathPrefix`, and the `RouteName` type.
+ * its path prefix, its methods and its deadlines (the route's, and per path prefix). From this
+ * table come the metric label values (observability/metric-definitions.ts), the upstream sections
+ * (UPSTREAM_NAMES in upstream-keys.ts), the defaults of `<section>.timeoutMs` and
+ * `localization.pathPrefix`, and the `RouteName` type.
  *
  * `compileRoute` turns a route and its section's settings into its policy once, at start
  * (upstream/open-upstream.ts); the route's part builds its `ProxyRoute` from it, and every engine on
