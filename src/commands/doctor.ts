@@ -185,7 +185,7 @@ async function diagnoseOn(upstream: Upstream, config: Config, store: CredentialS
   const discovering = args.discoverAttach === true || args.guesses.length > 0;
   if (running && !args.ownToken) {
     // Plain HTTP to the sidecar's own listener, as the app sends it.
-    const engineTo = (listener: URL) => createUndiciEngine({ ...transportOptions(config), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
+    const engineTo = (listener: URL) => createUndiciEngine({ ...upstream.engineOptions(transportOptions(config)), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
     await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo });
     return;
   }

@@ -138,7 +138,7 @@ export const ConfigSchema = Type.Object(
           default: 'undici',
           description: 'Transport to the service: undici\'s pool (default, cheapest per request) or http-proxy 1.18.1; see the Performance section.',
         }),
-        timeoutMs: Type.Optional(Type.Integer({ ...millis, minimum: 100, description: 'Overrides service.timeoutMs for proxied requests (same meaning), in milliseconds (→ 504).' })),
+        timeoutMs: Type.Optional(Type.Integer({ ...millis, minimum: 100, description: 'Deprecated: the old name of service.timeoutMs (the same deadline), which it overrides while set; run and check-config warn. In milliseconds (→ 504).' })),
         idleTimeoutMs: Type.Integer({ ...millis, minimum: 100, default: 60000, description: 'Longest silence while a response body streams, and longest a client may stop reading one, before the exchange is cut, in milliseconds.' }),
         replayBodyLimitBytes: Type.Integer({ minimum: 0, maximum: MAX_REPLAY_BODY_BYTES, default: 1048576, description: 'A request body with a Content-Length up to this size (at most 64 MiB) is received whole before it takes a service connection, and can be sent once more after an upstream 401 or a stale connection; a chunked one streams with a copy kept up to this size; larger ones stream and get the 401 passed back. 0 turns both off.' }),
         replayBufferTotalBytes: Type.Integer({ minimum: 0, default: 67108864, description: 'Most bytes held for replays across all requests in flight; a request that would exceed it loses its replay (b2b_sidecar_replay_buffer_bytes). 8 KiB per client connection (proxy.maxConnections, twice with listen.socket; at most a quarter of it) is kept for small bodies received whole, so another app\'s small POST is always replayable.' }),

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigSchema, type Config } from './schema.js';
+import { applyAliases } from './aliases.js';
 import { checkSemantics } from './checks.js';
 import { editDistance } from './env-warnings.js';
 import { formatProblem, redactBySchema, schemaAt, type ConfigPath } from './walk.js';
@@ -35,7 +36,8 @@ const validate: ValidateFunction = prebuiltValidator(createRequire(import.meta.u
 
 /**
  * Validates raw configuration (parsed YAML/JSON plus env overrides) and returns it with every
- * default filled in. The input is not modified.
+ * default filled in and every deprecated key's value at the key that replaced it (aliases.ts).
+ * The input is not modified.
  *
  * @throws ConfigError listing every problem as `"<dotted.key> (<ENV_VAR>): <reason>"`.
  */
@@ -52,6 +54,7 @@ export function validateConfig(raw: unknown): Config {
   const problems: string[] = validate(data) ? [] : schemaProblems(validate.errors ?? [], data);
   checkSemantics(data as Record<string, unknown>, (path, reason) => problems.push(formatProblem(path, reason)));
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
+  applyAliases(data as Record<string, unknown>);
   return data as Config;
 }
 

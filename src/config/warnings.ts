@@ -1,5 +1,6 @@
 import { statSync } from 'node:fs';
 import type { Config } from './schema.js';
+import { aliasWarnings } from './aliases.js';
 import { envReplacements, inlineSecretsExposed } from './load-config.js';
 import { secretFileKeys } from './walk.js';
 import { ipv4Equivalent, parseStrictCidr } from '../shared/ip-guard.js';
@@ -28,10 +29,12 @@ function isLoopback(entry: string): boolean {
  *   own source address in X-Forwarded-For;
  * - a secret file (`x-secret-file` in the schema) every local user can read (mode o+r), and a
  *   secret written inline in a config file every local user can read;
- * - an environment variable that displaced a file setting (`B2B_PASSWORD` over `passwordFile`).
+ * - an environment variable that displaced a file setting (`B2B_PASSWORD` over `passwordFile`);
+ * - a deprecated key still set (config/aliases.ts: `proxy.timeoutMs`).
  */
 export function configWarnings(config: Config): ConfigWarning[] {
   const out: ConfigWarning[] = envReplacements(config).map((message) => ({ message }));
+  for (const message of aliasWarnings(config)) out.push({ message });
   for (const entry of config.guard.trustedProxies) {
     const range = parseStrictCidr(entry);
     if (typeof range === 'string') continue;

@@ -67,7 +67,7 @@ export async function startLocalizationPart(
       secrets: deps.secrets,
       onError: (err) => logger.error('localization token file unreadable; keeping the old token', { reason: err.message }),
     });
-    engine = await upstream.engine(deps.engine, { ...deps.engineOptions, headersTimeoutMs: cfg.timeoutMs });
+    engine = await upstream.engine(deps.engine, deps.engineOptions);
   } catch (err) {
     // Its file watchers must not outlive a part that never started.
     described?.close();
@@ -88,7 +88,7 @@ export async function startLocalizationPart(
   let stopped: Promise<void> | undefined;
   return {
     route: {
-      name: 'localization', prefix: cfg.pathPrefix, engine, methods: new Set(['GET', 'HEAD']),
+      name: upstream.policy.name, prefix: upstream.policy.prefix, engine, methods: upstream.policy.methods,
       credentials: staticCredentials(() => {
         const header = routeSettings.authorizationHeader();
         if (header !== lastHeader) {

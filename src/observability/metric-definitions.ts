@@ -7,29 +7,38 @@
  * dashboards in deploy/ read them, and test/fixtures/metrics-exposition.txt pins them.
  */
 import { codeCell } from '../shared/readme-region.js';
+import { ROUTE_NAMES, type RouteName } from '../shared/routes.js';
 import type { TokenStatus } from './status.js';
 
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
-export type RetryReason = 'reset' | 'broken_pipe' | 'closed';
+const RETRY_REASONS = ['reset', 'broken_pipe', 'closed'] as const;
+export type RetryReason = (typeof RETRY_REASONS)[number];
 /** Why a request body's replay copy was given up (`replay_capture_dropped_total{reason}`, see proxy/replay-body.ts). */
-export type CaptureDropReason = 'request_limit' | 'global_limit' | 'source_limit';
+const DROP_REASONS = ['request_limit', 'global_limit', 'source_limit'] as const;
+export type CaptureDropReason = (typeof DROP_REASONS)[number];
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
-export type RefreshResult = 'success' | 'unauthorized' | 'error';
+const REFRESH_RESULTS = ['success', 'unauthorized', 'error'] as const;
+export type RefreshResult = (typeof REFRESH_RESULTS)[number];
 /** The listeners that refuse connections as they open (`connections_refused_total{listener}`). */
-export type ListenerName = 'proxy' | 'admin';
+const LISTENERS = ['proxy', 'admin'] as const;
+export type ListenerName = (typeof LISTENERS)[number];
 /** Every listener (`connections_opened_total{listener}`): the proxy on TCP, on its unix socket, the admin listener. */
 export type AnyListener = ListenerName | 'socket';
 /** Why a connection was refused as it opened (see proxy/listener.ts). */
-export type ConnectionRefusalReason = 'not_allowed' | 'per_source_limit' | 'max_connections';
-/** Configured route names; the only values the `route` label can take (never a raw path). */
-export type RouteName = 'service' | 'localization';
+const REFUSALS = ['not_allowed', 'per_source_limit', 'max_connections'] as const;
+export type ConnectionRefusalReason = (typeof REFUSALS)[number];
+export type { RouteName } from '../shared/routes.js';
 /** Why a tunnel through the egress proxy failed (`egress_proxy_failures_total{reason}`, see upstream/connect-tunnel.ts). */
-export type EgressProxyFailure = 'unreachable' | 'auth' | 'refused' | 'closed' | 'timeout';
-/** Why a gentoken request failed (`token_request_failures_total{cause}`); a fixed set. */
-export type GentokenCause =
-  'unauthorized' | 'refused' | 'tls' | 'dns' | 'connection_refused' | 'timeout' | 'server_error' | 'rate_limited' | 'invalid_response' | 'http' | 'egress_proxy' | 'unreachable';
-/** What asked for a gentoken call that the budget or a Retry-After held back (`gentoken_deferred_total{trigger}`). */
-export type GentokenTrigger = 'start' | 'renewal' | 'retry' | 'upstream_401' | 'rotation';
+export const EGRESS_PROXY_FAILURES = ['unreachable', 'auth', 'refused', 'closed', 'timeout'] as const;
+export type EgressProxyFailure = (typeof EGRESS_PROXY_FAILURES)[number];
+/** Why a gentoken request failed: every `cause` label value of `token_request_failures_total`; a fixed set. */
+export const GENTOKEN_CAUSES = [
+  'unauthorized', 'refused', 'tls', 'dns', 'connection_refused', 'timeout', 'server_error', 'rate_limited', 'invalid_response', 'http', 'egress_proxy', 'unreachable',
+] as const;
+export type GentokenCause = (typeof GENTOKEN_CAUSES)[number];
+/** What asked for a gentoken call that the budget or a Retry-After held back: every `trigger` label value of `gentoken_deferred_total`. */
+export const GENTOKEN_TRIGGERS = ['start', 'renewal', 'retry', 'upstream_401', 'rotation'] as const;
+export type GentokenTrigger = (typeof GENTOKEN_TRIGGERS)[number];
 
 /**
  * The fair shares' numbers (`share_limit{limit}`, see parts/fair-shares.ts): streamed bodies one
@@ -37,29 +46,17 @@ export type GentokenTrigger = 'start' | 'renewal' | 'retry' | 'upstream_401' | '
  * budget's last share, and the replay room kept for small bodies received whole, in all and per
  * client connection.
  */
-export type ShareLimit = 'streams_per_source' | 'streams_all_sources' | 'replay_bytes_per_source' | 'replay_reserved_bytes' | 'replay_reserved_bytes_per_connection';
-export const SHARE_LIMITS: readonly ShareLimit[] = ['streams_per_source', 'streams_all_sources', 'replay_bytes_per_source', 'replay_reserved_bytes', 'replay_reserved_bytes_per_connection'];
+export const SHARE_LIMITS = ['streams_per_source', 'streams_all_sources', 'replay_bytes_per_source', 'replay_reserved_bytes', 'replay_reserved_bytes_per_connection'] as const;
+export type ShareLimit = (typeof SHARE_LIMITS)[number];
 
-export const EGRESS_PROXY_FAILURES: readonly EgressProxyFailure[] = ['unreachable', 'auth', 'refused', 'closed', 'timeout'];
-/** Every `cause` label value of `token_request_failures_total`. */
-export const GENTOKEN_CAUSES: readonly GentokenCause[] = [
-  'unauthorized', 'refused', 'tls', 'dns', 'connection_refused', 'timeout', 'server_error', 'rate_limited', 'invalid_response', 'http', 'egress_proxy', 'unreachable',
-];
-/** Every `trigger` label value of `gentoken_deferred_total`. */
-export const GENTOKEN_TRIGGERS: readonly GentokenTrigger[] = ['start', 'renewal', 'retry', 'upstream_401', 'rotation'];
-const REFRESH_RESULTS: readonly RefreshResult[] = ['success', 'unauthorized', 'error'];
-const RETRY_REASONS: readonly RetryReason[] = ['reset', 'broken_pipe', 'closed'];
-const DROP_REASONS: readonly CaptureDropReason[] = ['request_limit', 'global_limit', 'source_limit'];
-const LISTENERS: readonly ListenerName[] = ['proxy', 'admin'];
-const REFUSALS: readonly ConnectionRefusalReason[] = ['not_allowed', 'per_source_limit', 'max_connections'];
 /** The sidecar's own failure answers that B2BSidecarLocalErrors watches. */
 const LOCAL_5XX = ['502', '503', '504'];
 /**
  * The values the `route` and `method` labels can take; the recording (metrics.ts) normalises every
- * request to one of them, and docs/metrics.md lists them.
+ * request to one of them, and docs/metrics.md lists them. The routes are declared in shared/routes.ts.
  */
 export const LABEL_VALUES: { readonly route: readonly RouteName[]; readonly method: readonly string[] } = {
-  route: ['service', 'localization'],
+  route: ROUTE_NAMES,
   method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'OTHER'],
 };
 /** The `state` label values of the unit and word gauges, in the order their counts are given. */

@@ -40,12 +40,14 @@ const SERVICE_ROUTE_HEADERS = ['authorization'];
  * here once and reaches all of them.
  */
 
-/** Settings every upstream connection pool shares (the service's and the localization server's engine). */
+/**
+ * Settings every upstream connection pool shares (the service's and the localization server's
+ * engine); each route's deadlines come from its policy (shared/routes.ts), which its upstream adds.
+ */
 export function transportOptions(config: Config, deps: { clock?: Clock; logger?: Logger } = {}): TransportOptions {
   return {
     maxSockets: config.proxy.maxSockets,
     keepAliveTimeoutMs: config.proxy.keepAliveTimeoutMs,
-    headersTimeoutMs: config.proxy.timeoutMs ?? config.service.timeoutMs,
     bodyTimeoutMs: config.proxy.idleTimeoutMs,
     ...(deps.clock ? { clock: deps.clock } : {}),
     ...(deps.logger ? { logger: deps.logger } : {}),
@@ -116,7 +118,7 @@ export async function startServicePart(config: Config, deps: {
   const attachments = compileAttachments(config.token.attach);
   return {
     route: {
-      name: 'service', prefix: '', engine,
+      name: upstream.policy.name, prefix: upstream.policy.prefix, engine,
       credentials: tokenCredentials(tokens, attachments, secrets),
       ...strippedNames(attachments, SERVICE_ROUTE_HEADERS),
     },

@@ -12,10 +12,11 @@ import { Type, type Static, type TObject, type TSchema } from '@sinclair/typebox
 import { GENTOKEN_PATH } from './api-paths.js';
 import { MAX_TIMER_MS } from './clock.js';
 import { envNameOf } from './env-names.js';
+import { ROUTES, type UpstreamName } from './routes.js';
 
-/** The config sections that are an upstream; also the route's name (logs, metric labels). */
-export const UPSTREAM_NAMES = ['service', 'localization'] as const;
-export type UpstreamName = (typeof UPSTREAM_NAMES)[number];
+export type { UpstreamName } from './routes.js';
+/** The config sections that are an upstream: each route's (routes.ts), in its order. */
+export const UPSTREAM_NAMES: readonly UpstreamName[] = ROUTES.map((r) => r.section);
 
 /** The schema marks a key's flags become, to spread into its TypeBox options. */
 export interface KeyMarks {
@@ -41,11 +42,10 @@ export interface UpstreamKey<T extends TSchema = TSchema> {
 
 export type UpstreamKeys = Readonly<Record<string, UpstreamKey>>;
 
-/** What a section's descriptions call its server. */
-const WHAT: Readonly<Record<UpstreamName, string>> = {
-  service: 'the service (gentoken and proxied requests)',
-  localization: 'the localization server',
-};
+/** The route whose upstream section `s` is (routes.ts): what its descriptions call its server, its deadline. */
+const routeOf = (s: UpstreamName) => ROUTES.find((r) => r.section === s)!;
+/** Bounds of every upstream deadline: Node fires a longer timer at once (docs/traps.md T15). */
+const DEADLINE_BOUNDS = { maximum: MAX_TIMER_MS, minimum: 100 } as const;
 const FILE = { minLength: 1 } as const;
 
 export const UPSTREAM_KEYS = {
@@ -62,16 +62,16 @@ export const UPSTREAM_KEYS = {
   },
   timeoutMs: {
     schema: (s, marks) => Type.Integer({
-      maximum: MAX_TIMER_MS, minimum: 100,
+      ...DEADLINE_BOUNDS, default: routeOf(s).deadlineMs,
       ...(s === 'service'
-        ? { default: 30000, description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body while it keeps sending.' }
-        : { default: 10000, description: 'Deadline for a localization request, in milliseconds.' }),
+        ? { description: 'Deadline for the service to answer a proxied request with headers, in milliseconds (→ 504): counted from dispatch, so time queued for a free upstream connection counts, but not the time a client takes to upload a streamed body while it keeps sending.' }
+        : { description: 'Deadline for a localization request, in milliseconds.' }),
       ...marks,
     }),
   },
   proxy: {
     secret: true,
-    schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Forward proxy to ${WHAT[s]}: http://[user:password@]host:port (an HTTP CONNECT tunnel; TLS stays end to end and is verified as without it), or none. Unset: https_proxy/HTTPS_PROXY from the environment, minus the hosts in no_proxy/NO_PROXY.`, ...marks })),
+    schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Forward proxy to ${routeOf(s).server}: http://[user:password@]host:port (an HTTP CONNECT tunnel; TLS stays end to end and is verified as without it), or none. Unset: https_proxy/HTTPS_PROXY from the environment, minus the hosts in no_proxy/NO_PROXY.`, ...marks })),
   },
   proxyAuthFile: {
     reread: true, secretFile: true,
@@ -79,7 +79,7 @@ export const UPSTREAM_KEYS = {
   },
   certFile: {
     reread: true,
-    schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Client certificate (PEM, leaf first, then intermediates) presented to ${WHAT[s]} for mutual TLS; needs ${s}.keyFile (re-read on change and on SIGHUP).`, ...marks })),
+    schema: (s, marks) => Type.Optional(Type.String({ ...FILE, description: `Client certificate (PEM, leaf first, then intermediates) presented to ${routeOf(s).server} for mutual TLS; needs ${s}.keyFile (re-read on change and on SIGHUP).`, ...marks })),
   },
   keyFile: {
     reread: true, secretFile: true,

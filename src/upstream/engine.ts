@@ -2,10 +2,18 @@
  * upstream/: the transport to one upstream origin: the engine contract (this file), the undici
  * and http-proxy engines, their deadlines, the error → status table, the stale-connection retry
  * marks and the keep-alive learner. May import: shared/, observability/.
+ *
+ * Deadlines: a deadline chosen per request (a path deadline, `pathDeadlines`) must reach every
+ * timer that bounds the answer, or the shortest one still cuts it. On undici those are the
+ * engine's own header deadline (deadline-queue.ts, from dispatch) and BOTH of undici's timers,
+ * `headersTimeout` (from the request written) and `bodyTimeout` (silence in the response body),
+ * which the pool holds at the route's values and a dispatch overrides per request; on http-proxy,
+ * the header timer and the socket timeout of the response (http-proxy-engine.ts).
  */
 import type { Readable } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
+import type { PathDeadline } from '../shared/routes.js';
 import type { TrustedCas } from '../shared/tls.js';
 import type { Egress } from './egress.js';
 import type { UpstreamBody } from './upstream-body.js';
@@ -69,6 +77,11 @@ export interface EngineOptions {
   keepAliveTimeoutMs: number;
   /** Deadline for response headers (→ 504). */
   headersTimeoutMs: number;
+  /**
+   * Deadlines per path prefix (shared/routes.ts, compiled longest first), matched against
+   * `UpstreamRequest.path`: a match replaces `headersTimeoutMs` and raises `bodyTimeoutMs` to it.
+   */
+  pathDeadlines?: readonly PathDeadline[] | undefined;
   /** Longest silence while the response body streams before the exchange is aborted. */
   bodyTimeoutMs: number;
   /** For connection idle ages (the keep-alive learner); the system clock when absent. */

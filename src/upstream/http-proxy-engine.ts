@@ -6,6 +6,7 @@ import httpProxy from '@podium/node-http-proxy';
 import httpProxyCommon from '@podium/node-http-proxy/lib/http-proxy/common.js';
 import webIncomingPasses from '@podium/node-http-proxy/lib/http-proxy/passes/web-incoming.js';
 import { systemClock, type Clock } from '../shared/clock.js';
+import { deadlineFor } from '../shared/routes.js';
 import { KeepAliveLearner } from './keep-alive-learner.js';
 import { trustContext } from '../shared/tls.js';
 import { routeAgentThroughEgress } from './egress.js';
@@ -132,6 +133,8 @@ export function createHttpProxyEngine(options: EngineOptions): ProxyEngine {
 
   const ctx: EngineContext = {
     proxy, basePath, clock, learner, freshAgent, headersTimeoutMs: options.headersTimeoutMs, bodyTimeoutMs: options.bodyTimeoutMs,
+    // Both timers of a path deadline (engine.ts), compiled once.
+    byPath: options.pathDeadlines?.map(({ prefix, ms }) => ({ prefix, headersTimeoutMs: ms, bodyTimeoutMs: Math.max(ms, options.bodyTimeoutMs) })),
   };
   return {
     send: (request) => sendExchange(ctx, request),
@@ -152,6 +155,8 @@ interface EngineContext {
   freshAgent: Agent;
   headersTimeoutMs: number;
   bodyTimeoutMs: number;
+  /** The path deadlines, longest prefix first; undefined when none is configured. */
+  byPath: Array<{ prefix: string; headersTimeoutMs: number; bodyTimeoutMs: number }> | undefined;
 }
 
 /**
@@ -160,6 +165,7 @@ interface EngineContext {
  * framing for every body; stale keep-alive failures are marked for the retry.
  */
 function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<UpstreamResponse> {
+  const timeouts = (ctx.byPath && deadlineFor(ctx.byPath, request.path)) || ctx;
   return new Promise<UpstreamResponse>((resolve, reject) => {
     const exchange = new Exchange(request.method, ctx.basePath + request.path, request.headers);
     const body = request.body;
@@ -192,7 +198,7 @@ function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<Ups
     const onAbort = () => destroyUpstream(Object.assign(new Error('client aborted'), { code: 'UND_ERR_ABORTED' }));
     const armDeadline = () => setTimeout(
       () => destroyUpstream(Object.assign(new Error('upstream response headers timed out'), { code: 'SIDECAR_ERR_UPSTREAM_TIMEOUT' })),
-      ctx.headersTimeoutMs,
+      timeouts.headersTimeoutMs,
     );
     // Restarted whenever a streamed upload makes progress (the body's own report): a slow client
     // is not the service's delay (the proxy's minimum upload rate bounds the client).
@@ -204,7 +210,7 @@ function sendExchange(ctx: EngineContext, request: UpstreamRequest): Promise<Ups
       // Idle deadline while the body streams: an upstream dripping bytes must still end.
       const socket = proxyRes.socket;
       const stalled = () => proxyRes.destroy(Object.assign(new Error('upstream body stalled'), { code: 'UND_ERR_BODY_TIMEOUT' }));
-      socket.setTimeout(ctx.bodyTimeoutMs);
+      socket.setTimeout(timeouts.bodyTimeoutMs);
       socket.on('timeout', stalled);
       // The agent has set the socket's idle timeout again by now (it does when the response
       // ends, from its options and the service's Keep-Alive hint): only our listener goes.

@@ -3,7 +3,8 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Environment } from '../shared/egress-proxy.js';
 import type { SecretSet } from '../shared/secrets.js';
 import { loadTrustedCas, type TrustedCas } from '../shared/tls.js';
-import type { UpstreamName, UpstreamSettings } from '../shared/upstream-keys.js';
+import { compileRoute, type RouteDeadlines, type RouteName, type RoutePolicy } from '../shared/routes.js';
+import type { UpstreamSettings } from '../shared/upstream-keys.js';
 import type { TunnelFailure } from './connect-tunnel.js';
 import { createProxyEngine } from './create-engine.js';
 import type { EngineOptions, ProxyEngine } from './engine.js';
@@ -29,19 +30,21 @@ export interface Closable {
   close(): unknown;
 }
 
-/** The transport settings of an engine; the upstream adds its address, trust and way out. */
-export type TransportOptions = Omit<EngineOptions, 'baseUrl' | 'ca' | 'egress'>;
+/** The transport settings of an engine; the upstream adds its address, trust, way out and its route's deadlines. */
+export type TransportOptions = Omit<EngineOptions, 'baseUrl' | 'ca' | 'egress' | keyof RouteDeadlines>;
 
 /** One route's upstream: its trust, its way out, and everything built on them, closed together. */
 export interface Upstream {
-  readonly route: UpstreamName;
+  readonly route: RouteName;
+  /** The route's policy (shared/routes.ts), compiled once from `settings`: prefix, methods, deadlines. */
+  readonly policy: RoutePolicy;
   readonly settings: UpstreamSettings;
   readonly baseUrl: URL;
   /** System roots plus `caFile`; undefined for Node's defaults. */
   readonly ca: TrustedCas | undefined;
   /** The forward proxy and client certificate; `reload()` re-reads their files (SIGHUP). */
   readonly egress: EgressHandle;
-  /** Engine options to this upstream: `transport` plus its address, trust and way out. */
+  /** Engine options to this upstream: `transport` plus its address, trust, way out and the route's deadlines. */
   engineOptions(transport: TransportOptions): EngineOptions;
   /** A proxy engine to this upstream, closed with it. */
   engine(kind: 'undici' | 'http-proxy', transport: TransportOptions): Promise<ProxyEngine>;
@@ -60,12 +63,13 @@ export class UpstreamOpenError extends Error {
 }
 
 /**
- * Opens the upstream of `route` from its config section: loads the CA, starts the egress (the
+ * Opens the upstream of `route` from its config section: compiles the route's policy, loads the CA, starts the egress (the
  * forward proxy and its credentials, the client certificate). Every command and part that talks
  * to a server starts here, and builds its engine or client on the result.
  * @throws UpstreamOpenError naming the file or key that cannot be used; nothing is left open.
  */
-export async function openUpstream(route: UpstreamName, settings: UpstreamSettings, deps: UpstreamDeps): Promise<Upstream> {
+export async function openUpstream(route: RouteName, settings: UpstreamSettings, deps: UpstreamDeps): Promise<Upstream> {
+  const policy = compileRoute(route, settings);
   const baseUrl = new URL(settings.baseUrl);
   let ca: TrustedCas | undefined;
   try {
@@ -93,13 +97,14 @@ export async function openUpstream(route: UpstreamName, settings: UpstreamSettin
 
   const built: Closable[] = [];
   let closed: Promise<void> | undefined;
-  const engineOptions = (transport: TransportOptions): EngineOptions => ({ ...transport, baseUrl, ca, egress: egress.egress });
+  // The route's deadlines reach every engine on it: the proxy's, doctor's probes.
+  const engineOptions = (transport: TransportOptions): EngineOptions => ({ ...transport, ...policy.deadlines, baseUrl, ca, egress: egress.egress });
   const adopt = <T extends Closable>(client: T): T => {
     built.push(client);
     return client;
   };
   return {
-    route, settings, baseUrl, ca, egress, engineOptions, adopt,
+    route, policy, settings, baseUrl, ca, egress, engineOptions, adopt,
     engine: async (kind, transport) => adopt(await createProxyEngine(kind, engineOptions(transport))),
     close() {
       closed ??= (async () => {

@@ -1,5 +1,6 @@
 import type { Dispatcher, Pool as PoolTypes } from 'undici';
 import { systemClock } from '../shared/clock.js';
+import { deadlineFor } from '../shared/routes.js';
 import { DeadlineQueue } from './deadline-queue.js';
 import { KeepAliveLearner } from './keep-alive-learner.js';
 import { undiciConnect } from './egress.js';
@@ -46,18 +47,27 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
     headers: new DeadlineQueue(options.headersTimeoutMs),
     paused: new DeadlineQueue(options.bodyTimeoutMs),
   };
+  // A path deadline gets a queue of its own (a queue holds one duration) and undici's two timers
+  // for its dispatches (engine.ts): compiled once, so a request pays one prefix lookup.
+  const byPath = options.pathDeadlines?.map(({ prefix, ms }) => ({
+    prefix,
+    deadlines: { headers: new DeadlineQueue(ms), paused: deadlines.paused } satisfies ExchangeDeadlines,
+    headersTimeout: ms,
+    bodyTimeout: Math.max(ms, options.bodyTimeoutMs),
+  }));
   let closed: Promise<void> | undefined;
   return {
     send(request) {
       // A client gone during a token renewal must not cost a dispatch (and, once connected, a socket).
       if (request.signal.aborted) return Promise.reject(clientAborted());
+      const path = byPath && deadlineFor(byPath, request.path);
       return new Promise<UpstreamResponse>((resolve, reject) => {
-        const exchange = new UndiciExchange(request.signal, resolve, reject, deadlines, reports);
+        const exchange = new UndiciExchange(request.signal, resolve, reject, path ? path.deadlines : deadlines, reports);
         const body = request.body;
         if (body !== undefined && !Buffer.isBuffer(body)) body.onProgress = () => exchange.bodyProgress();
         if (closed) return reject(Object.assign(new Error('the engine is closed'), { code: 'UND_ERR_CLOSED' }));
         const dispatcher: Dispatcher = request.fresh ? (freshPool ??= new Pool(options.baseUrl.origin, { ...poolOptions, pipelining: 0 })) : pool;
-        dispatcher.dispatch({
+        const dispatch: Dispatcher.DispatchOptions = {
           method: request.method as 'GET',
           path: basePath + request.path,
           headers: request.headers,
@@ -66,7 +76,13 @@ export function createUndiciEngine(options: EngineOptions): ProxyEngine {
           // "expect" (GET, DELETE, OPTIONS with a body): a TLS handshake per such request, where
           // Node's agent and nginx keep the connection (docs/traps.md T54). HEAD keeps undici's close.
           reset: body !== undefined && request.method !== 'HEAD' ? false : undefined,
-        }, exchange);
+        };
+        // A path deadline's values for both of undici's timers; without one, the pool's (the route's).
+        if (path) {
+          dispatch.headersTimeout = path.headersTimeout;
+          dispatch.bodyTimeout = path.bodyTimeout;
+        }
+        dispatcher.dispatch(dispatch, exchange);
       });
     },
     close() {
