@@ -9,19 +9,17 @@ import { RenewalLoop } from './renewal-loop.js';
 import { tokenStatus, type TokenView } from './token-view.js';
 import type { TokenStatus } from '../observability/status.js';
 import { TokenState, type TokenSnapshot } from './token-state.js';
-import { causeOf, failureReason } from './failure-reasons.js';
+import { failureReason } from './failure-reasons.js';
 import type { CredentialStore } from './credential-store.js';
-import { SidecarError, TokenRequestError, TokenUnavailableError } from '../shared/errors.js';
+import { TokenUnavailableError } from '../shared/errors.js';
 import type { SecretSet } from '../shared/secrets.js';
-import type { AuthResult, Credentials, TokenClient } from './token-client.js';
+import type { TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
-import { retriedSlowly, type PacedTrigger } from './gentoken-pacer.js';
-import { UNAUTHORIZED_BACKOFF } from './backoff.js';
-import { parseRetryAfter } from './retry-after.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
 import { SUPERSEDED_WINDOW_MS } from './answer-rules.js';
 import { UnauthorizedFlow } from './unauthorized-flow.js';
 import { requestKeyFunction } from './request-key.js';
+import { TokenSource, type RetryAnswer } from './token-source.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -67,63 +65,46 @@ export interface TokenManagerDeps {
   options: TokenManagerOptions;
 }
 
-type Trigger = PacedTrigger;
-
 const READY = Object.freeze({ ready: true });
 const LIVE = Object.freeze({ live: true });
 const DEFAULT_MAX_RETRY_AFTER_SECONDS = 600;
 
 /**
  * The composition of the parts, each testable alone: the token state (token-state.ts: the token,
- * the last failure, the superseded record); the renewal loop (renewal-loop.ts: when the next
- * gentoken call goes, with the pacer's budget and retry schedules and the loop timer, and whether
- * the loop is alive); the service's answers (unauthorized-flow.ts: the answer rules' verdicts acted
- * on, a 401 renewed and replayed, answer-signals.ts saying so); failure-reasons.ts words what went
- * wrong; token-view.ts is what the rest of the sidecar reads (the token's part of the one status).
- * This class holds the single flight of gentoken attempts that ties them together.
+ * the last failure, the superseded record); the token source (token-source.ts: the one single
+ * flight of gentoken attempts, the only place a call starts); the renewal loop (renewal-loop.ts:
+ * when the next attempt goes, with the pacer's budget and retry schedules and the loop timer, and
+ * whether the loop is alive); the service's answers (unauthorized-flow.ts: the answer rules'
+ * verdicts acted on, a 401 renewed and replayed, answer-signals.ts saying so); failure-reasons.ts
+ * words what went wrong; token-view.ts is what the rest of the sidecar reads (the token's part of
+ * the one status). The manager wires them and is the face the rest of the sidecar calls.
  *
- * Owns the token: obtains it at start, renews it at `renewAt` of its lifetime, retries failures
- * with backoff, and hands it to the proxy. Every gentoken request goes through one single-flight
- * promise, so neither timers nor request traffic can cause concurrent or bursty token requests.
+ * Owns the token's lifecycle: obtains it at start, renews it at `renewAt` of its lifetime, retries
+ * failures with backoff, and hands it to the proxy, every gentoken call through the source.
  */
 export class TokenManager implements TokenView {
-  readonly #client: Pick<TokenClient, 'requestToken'>;
-  readonly #credentials: Pick<CredentialStore, 'current'>;
   readonly #clock: Clock;
   readonly #logger: Logger;
-  readonly #secrets: SecretSet;
-  readonly #random: () => number;
-  readonly #onRefresh: ((result: RefreshResult, seconds: number) => void) | undefined;
-  readonly #options: TokenManagerOptions;
   readonly #file: TokenFileWriter | undefined;
+  /** The one owner of gentoken calls: single flight, gate, outcome (token-source.ts). */
+  readonly #source: TokenSource;
   /** The service's answers: the rules' verdicts acted on, a 401 renewed and replayed (unauthorized-flow.ts). */
   readonly #flow: UnauthorizedFlow;
   /** The renewal loop: timers, backoff, budget, liveness (renewal-loop.ts). */
   readonly #loop: RenewalLoop;
   /** The token held, the last failure, the superseded record (token-state.ts). */
   readonly #state = new TokenState();
-  #inflight: Promise<TokenSnapshot> | undefined;
-  /** The last attempt failed in a way retried on the lockout-safe schedule (a refusal, a configuration failure). */
-  #lastFailureSlow = false;
-  /** Monotonic ms the last gentoken request went out; undefined before the first. */
-  #lastSentAt: number | undefined;
   #started = false;
   #stopped = false;
-  readonly #onFailureCause: ((cause: GentokenCause) => void) | undefined;
 
   constructor(deps: TokenManagerDeps) {
-    this.#client = deps.client;
-    this.#credentials = deps.credentials;
     this.#clock = deps.clock;
     this.#logger = deps.logger;
-    this.#secrets = deps.secrets;
     const random = deps.random ?? Math.random;
-    this.#random = () => Math.min(Math.max(random(), 0), 1);
-    this.#onRefresh = deps.onRefresh;
-    this.#options = deps.options;
+    const clamped = () => Math.min(Math.max(random(), 0), 1);
     this.#file = deps.options.file ? createTokenFileWriter(deps.options.file, deps.logger) : undefined;
     this.#loop = new RenewalLoop({
-      clock: deps.clock, logger: deps.logger, random: this.#random,
+      clock: deps.clock, logger: deps.logger, random: clamped,
       ...(deps.onDeferred ? { onDeferred: deps.onDeferred } : {}),
       options: {
         renewAt: deps.options.renewAt, maxLifetimeSeconds: deps.options.maxLifetimeSeconds, tokenTimeoutMs: deps.options.tokenTimeoutMs,
@@ -132,23 +113,22 @@ export class TokenManager implements TokenView {
         ...(deps.options.startJitterSeconds !== undefined ? { startJitterSeconds: deps.options.startJitterSeconds } : {}),
       },
     });
-    this.#onFailureCause = deps.onFailure;
+    this.#source = new TokenSource({
+      client: deps.client, credentials: deps.credentials, clock: deps.clock, logger: deps.logger, secrets: deps.secrets,
+      state: this.#state, loop: this.#loop,
+      maxLifetimeSeconds: deps.options.maxLifetimeSeconds, tokenTimeoutMs: deps.options.tokenTimeoutMs,
+      onObtained: (token, trigger, sentAt) => {
+        this.#flow.obtained(token, trigger, sentAt);
+        if (!this.#stopped) void this.#file?.write(token.value);
+      },
+      ...(deps.onRefresh ? { onRefresh: deps.onRefresh } : {}),
+      ...(deps.onFailure ? { onFailure: deps.onFailure } : {}),
+    });
     this.#flow = new UnauthorizedFlow({
-      clock: deps.clock, logger: deps.logger, state: this.#state,
+      clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#source, tokenTimeoutMs: deps.options.tokenTimeoutMs,
       ...(deps.configPath !== undefined ? { configPath: deps.configPath } : {}),
       ...(deps.onSuperseded ? { onSuperseded: deps.onSuperseded } : {}),
       keyOf: requestKeyFunction(new Set(deps.options.attachQueryNames ?? [])),
-      host: {
-        stopped: () => this.#stopped,
-        current: () => this.current(),
-        inflight: () => (this.#inflight ? { attempt: this.#inflight, held: this.#loop.gatedUntil !== undefined } : undefined),
-        mayCallNow: (now) => this.#loop.mayCallNow('upstream 401', now),
-        mayJudgeNow: (now) => this.#loop.mayJudgeNow(now),
-        renewDueAt: () => this.#loop.renewDueAt,
-        tokenTimeoutMs: deps.options.tokenTimeoutMs,
-        renew: () => this.#refresh('upstream 401'),
-        bounded: (p) => this.#bounded(p),
-      },
     });
   }
 
@@ -156,7 +136,7 @@ export class TokenManager implements TokenView {
   start(): void {
     if (this.#started || this.#stopped) return;
     this.#started = true;
-    this.#loop.start(() => this.#kick('start'));
+    this.#source.start();
   }
 
   /**
@@ -181,8 +161,9 @@ export class TokenManager implements TokenView {
     const token = this.current();
     if (token) return token;
     // An attempt held back by the budget or a Retry-After may wait far longer than a request should.
-    if (this.#inflight && this.#loop.gatedUntil === undefined) return this.#bounded(this.#inflight);
-    return Promise.reject(new TokenUnavailableError(this.#reason()));
+    const inflight = this.#source.inflight();
+    if (inflight && !inflight.held) return this.#source.bounded(inflight.attempt);
+    return Promise.reject(new TokenUnavailableError(this.#source.reason()));
   }
 
   /**
@@ -223,9 +204,9 @@ export class TokenManager implements TokenView {
   async rotate(): Promise<void> {
     if (!this.#started || this.#stopped) return;
     // A request in flight carries the old credentials; the new ones need a request of their own.
-    await this.#inflight?.catch(() => undefined);
+    await this.#source.inflight()?.attempt.catch(() => undefined);
     if (this.#stopped) return;
-    await this.#refresh('rotation').catch(() => {
+    await this.#source.acquire('rotation').catch(() => {
       if (this.#state.failure?.cause !== 'unauthorized') return;
       const kept = this.current();
       if (!kept) {
@@ -248,19 +229,14 @@ export class TokenManager implements TokenView {
    * call, so signals cannot make gentoken calls faster than that schedule would. Returns what was
    * done, for the SIGHUP log line.
    */
-  retryNow(): 'attempt now' | 'not running' | 'not needed (a valid token is held)' | 'an attempt is already under way' | `left to the schedule: the last call was ${number} s ago` {
+  retryNow(): RetryAnswer | 'not running' {
     if (!this.#started || this.#stopped) return 'not running';
-    if (this.#inflight) return 'an attempt is already under way';
-    if (this.current() && !this.#lastFailureSlow) return 'not needed (a valid token is held)';
-    const since = this.#lastSentAt === undefined ? Infinity : this.#clock.now() - this.#lastSentAt;
-    if (since < UNAUTHORIZED_BACKOFF.minMs) return `left to the schedule: the last call was ${round(since / 1000)} s ago`;
-    this.#kick('retry');
-    return 'attempt now';
+    return this.#source.retryNow();
   }
 
   /** Readiness: ready while current() returns a token, else the reason clients are told. */
   status(): { ready: boolean; reason?: string } {
-    return this.current() ? READY : { ready: false, reason: this.#reason() };
+    return this.current() ? READY : { ready: false, reason: this.#source.reason() };
   }
 
   /**
@@ -291,128 +267,6 @@ export class TokenManager implements TokenView {
       now: this.#clock.now(),
       wallNow: this.#clock.wallNow(),
     });
-  }
-
-  #refresh(trigger: Trigger): Promise<TokenSnapshot> {
-    if (this.#inflight) return this.#inflight;
-    const p = this.#attempt(trigger);
-    this.#inflight = p;
-    p.catch(() => undefined); // a timer-started attempt may have no listener
-    return p;
-  }
-
-  #kick(trigger: Trigger): void {
-    void this.#refresh(trigger).catch(() => undefined);
-  }
-
-  async #attempt(trigger: Trigger): Promise<TokenSnapshot> {
-    this.#loop.attemptBegins();
-    try {
-      // Through a microtask, so #inflight is set before this can settle even if the gate throws.
-      await Promise.resolve().then(() => this.#loop.gate(trigger));
-    } catch (err) {
-      this.#inflight = undefined;
-      throw err;
-    }
-    const creds = this.#credentials.current();
-    const sentAt = this.#clock.now();
-    const sentAtWall = this.#clock.wallNow();
-    this.#loop.requestSentAt = sentAt;
-    this.#lastSentAt = sentAt;
-    let result: AuthResult;
-    try {
-      result = await Promise.resolve().then(() => this.#client.requestToken(creds));
-    } catch (err) {
-      this.#inflight = undefined;
-      this.#loop.requestSentAt = undefined;
-      this.#onFailure(err, trigger, this.#clock.now() - sentAt);
-      throw new TokenUnavailableError(this.#reason());
-    }
-    this.#secrets.addToken(result.token); // before anything could log it
-    this.#inflight = undefined;
-    this.#loop.requestSentAt = undefined;
-    return this.#onSuccess(result, creds, sentAt, sentAtWall, trigger);
-  }
-
-  #onSuccess(result: AuthResult, creds: Credentials, sentAt: number, sentAtWall: number, trigger: Trigger): TokenSnapshot {
-    const latencyMs = this.#clock.now() - sentAt;
-    const lifetimeSeconds = Math.min(result.aliveSecondsTtl, this.#options.maxLifetimeSeconds);
-    const lifetimeMs = lifetimeSeconds * 1000;
-    const token = this.#state.obtained(result, creds, sentAt, sentAtWall, lifetimeSeconds);
-    this.#flow.obtained(token, trigger, sentAt);
-    this.#lastFailureSlow = false;
-    this.#onRefresh?.('success', latencyMs / 1000);
-    const renewInSeconds = this.#loop.succeeded(sentAt, lifetimeMs, () => this.#kick('renewal'));
-    if (!this.#stopped) void this.#file?.write(token.value);
-    this.#logger.info('token obtained', {
-      fingerprint: token.fingerprint, generation: token.generation, trigger, lifetimeSeconds, latencyMs: round(latencyMs), renewInSeconds,
-    });
-    this.#loop.noteLifetime(lifetimeSeconds);
-    return token;
-  }
-
-  #onFailure(err: unknown, trigger: Trigger, latencyMs: number): void {
-    const failure = causeOf(err);
-    this.#state.failed(failure, err instanceof TokenRequestError ? err.message : '', this.#clock.wallNow());
-    this.#onRefresh?.(failure === 'unauthorized' ? 'unauthorized' : 'error', latencyMs / 1000);
-    this.#onFailureCause?.(failure);
-    const retryAfterMs = err instanceof TokenRequestError
-      ? parseRetryAfter(err.retryAfter, this.#clock.wallNow(), this.#loop.maxRetryAfterMs)
-      : undefined;
-    // The service refused the client certificate (or its absence): no retry can change that.
-    const configuration = err instanceof TokenRequestError && err.configuration;
-    this.#lastFailureSlow = retriedSlowly(failure, retryAfterMs, configuration);
-    // A Retry-After binds every trigger (renewal, 401, rotation), not only the scheduled retry.
-    const retryInSeconds = this.#loop.failed(failure, retryAfterMs, () => this.#kick('retry'), configuration);
-    const kept = this.current();
-    // Token errors carry secret-free messages by construction; anything else is named only.
-    const reason = err instanceof SidecarError ? err.message : `unexpected ${(err as Error)?.name ?? 'error'}`;
-    const fields = {
-      trigger, reason, retryInSeconds,
-      keptToken: kept?.fingerprint,
-      keptTokenExpiresInSeconds: kept ? round((kept.expiresAt - this.#clock.now()) / 1000) : undefined,
-    };
-    if (failure === 'unauthorized') this.#logger.error('token request rejected by the auth server', fields);
-    else if (failure === 'refused') this.#logger.error('token request refused by the auth server (HTTP 403)', { ...fields, cause: failure });
-    else if (configuration) this.#logger.error('token request failed', { ...fields, cause: failure });
-    else this.#logger.warn('token request failed', { ...fields, cause: failure });
-  }
-
-
-  /**
-   * Waits for `p` at most tokenTimeoutMs, then hands out only what current() would: a slow
-   * gentoken can return a token already inside its expiry margin, and a waiter must not get it.
-   */
-  #bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot> {
-    return new Promise((resolve, reject) => {
-      const timer = this.#clock.setTimeout(
-        () => reject(new TokenUnavailableError('timed out waiting for a token')),
-        this.#options.tokenTimeoutMs,
-      );
-      p.then(
-        () => {
-          this.#clock.clearTimeout(timer);
-          const usable = this.current();
-          if (usable) resolve(usable);
-          else reject(new TokenUnavailableError(this.#reason()));
-        },
-        (e: unknown) => {
-          this.#clock.clearTimeout(timer);
-          reject(e as Error);
-        },
-      );
-    });
-  }
-
-  #reason(): string {
-    const failure = this.#state.failure;
-    if (failure !== undefined) return failureReason(failure.cause, failure.detail, this.#loop.notBefore - this.#clock.now());
-    const gatedUntil = this.#loop.gatedUntil;
-    if (gatedUntil !== undefined) {
-      return `gentoken calls held back by token.maxGentokenPerMinute; next in ${Math.ceil((gatedUntil - this.#clock.now()) / 1000)} s`;
-    }
-    if (!this.#state.token) return 'no token yet';
-    return this.#state.bad ? 'token rejected by the service; renewing' : 'token expired; renewing';
   }
 }
 

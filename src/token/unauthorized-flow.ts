@@ -3,34 +3,17 @@ import type { Clock } from '../shared/clock.js';
 import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, type RejectedToken, type SuspectForm } from './answer-rules.js';
 import { AnswerSignals, shortPath } from './answer-signals.js';
 import type { RequestKey } from './request-key.js';
+import type { TokenAcquisition } from './token-acquisition.js';
 import type { TokenSnapshot, TokenState } from './token-state.js';
-
-/** What the flow needs of the token manager: its single flight and the renewal loop's pace. */
-export interface FlowHost {
-  stopped(): boolean;
-  /** The usable token now (TokenManager.current()). */
-  current(): TokenSnapshot | undefined;
-  /** The gentoken attempt in flight, if any; `held` while the budget or a Retry-After holds it back. */
-  inflight(): { attempt: Promise<TokenSnapshot>; held: boolean } | undefined;
-  /** True when a 401-triggered gentoken call may go out at `now` (otherwise counted as deferred). */
-  mayCallNow(now: number): boolean;
-  /** True when a judgement's gentoken call may go out at `now`: within the budget and leaving its reserve for revocations. */
-  mayJudgeNow(now: number): boolean;
-  /** Monotonic ms the current token's scheduled renewal is due at. */
-  renewDueAt(): number;
-  /** The longest wait for a gentoken call once it goes out (`service.tokenTimeoutMs`). */
-  readonly tokenTimeoutMs: number;
-  /** Starts the single-flight renewal a 401 asks for. */
-  renew(): Promise<TokenSnapshot>;
-  /** Waits for `p` at most the token timeout, then hands out only a usable token. */
-  bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot>;
-}
 
 export interface UnauthorizedFlowDeps {
   clock: Clock;
   logger: Logger;
   state: TokenState;
-  host: FlowHost;
+  /** Where the tokens come from: the one single flight of gentoken calls and its pace (token-source.ts). */
+  source: TokenAcquisition;
+  /** The longest wait for a gentoken call once it goes out (`service.tokenTimeoutMs`). */
+  tokenTimeoutMs: number;
   /** The config file the process runs with, for the doctor command a hint prints. */
   configPath?: string;
   /** Called for each young token that had succeeded, was rejected and replaced by a renewal that helped. */
@@ -52,13 +35,14 @@ const SCHEDULED_RENEWAL_WAIT_MS = 2_000;
  * What the sidecar does with the service's answers: feeds them to the answer rules
  * (answer-rules.ts), acts on their verdicts (a 401 renewed once and replayed, or passed back; a
  * replay's answer judged; attach suspect and superseded recorded) and has answer-signals.ts say so.
- * The gentoken call itself is the manager's single flight (`FlowHost`).
+ * The gentoken call itself is the token source's single flight (`TokenAcquisition`).
  */
 export class UnauthorizedFlow {
   readonly #clock: Clock;
   readonly #logger: Logger;
   readonly #state: TokenState;
-  readonly #host: FlowHost;
+  readonly #source: TokenAcquisition;
+  readonly #tokenTimeoutMs: number;
   readonly #onSuperseded: (() => void) | undefined;
   /** What the service's answers say (answer-rules.ts). */
   readonly #rules: AnswerRules;
@@ -76,12 +60,14 @@ export class UnauthorizedFlow {
   #lastJudgedAt = -Infinity;
   /** A renewal whose request was not sent again: the next 401 on that path with its token stands in for the replay. */
   #unreplayed: { key: string; fresh: number; rejected: RejectedToken } | undefined;
+  #stopped = false;
 
   constructor(deps: UnauthorizedFlowDeps) {
     this.#clock = deps.clock;
     this.#logger = deps.logger;
     this.#state = deps.state;
-    this.#host = deps.host;
+    this.#source = deps.source;
+    this.#tokenTimeoutMs = deps.tokenTimeoutMs;
     this.#onSuperseded = deps.onSuperseded;
     this.#rules = new AnswerRules(() => this.#clock.now(), deps.keyOf);
     this.#signals = new AnswerSignals(deps.logger, deps.configPath);
@@ -99,12 +85,13 @@ export class UnauthorizedFlow {
 
   /** The manager stops: 401s waiting for the scheduled renewal are passed back. */
   stop(): void {
+    this.#stopped = true;
     for (const waiter of this.#renewalWaiters.splice(0)) waiter.settle(undefined);
   }
 
   /** See TokenManager.invalidate(). */
   invalidate(generation: number, path: string, method = 'GET'): Promise<TokenSnapshot | undefined> {
-    if (this.#host.stopped()) return PASS;
+    if (this.#stopped) return PASS;
     const pending = this.#unreplayed;
     if (pending !== undefined && pending.fresh === generation && pending.key === this.#rules.keyOf(method, path)) {
       // The fresh token refused on the path whose streamed request it was renewed for: the answer
@@ -127,10 +114,10 @@ export class UnauthorizedFlow {
     // the revocation. One from a routine renewal may predate the revocation that rejected the
     // older token, and would be rejected as well (seen in the soak benchmark).
     if (token && token.generation > generation && this.#mintedAfter401 === token) return this.#newer(generation);
-    const inflight = this.#host.inflight();
+    const inflight = this.#source.inflight();
     // An attempt held back (a rotation or retry waiting for the budget) may wait far longer than a request should.
     if (inflight?.held) return this.#newer(generation);
-    if (inflight) return this.#host.bounded(inflight.attempt).then((t) => (t.generation > generation ? t : undefined));
+    if (inflight) return this.#source.bounded(inflight.attempt).then((t) => (t.generation > generation ? t : undefined));
     // A failing auth server is already retried on its backoff; request traffic must not add calls.
     if (this.#state.failure !== undefined) return this.#newer(generation);
     const now = this.#clock.now();
@@ -152,7 +139,7 @@ export class UnauthorizedFlow {
       });
       return this.#deferred;
     }
-    if (!this.#host.mayCallNow(now)) return this.#scheduledRenewal(generation, now);
+    if (!this.#source.mayCall('upstream 401', now)) return this.#scheduledRenewal(generation, now);
     this.#lastInvalidateAt = now;
     return this.#renew(generation);
   }
@@ -181,7 +168,7 @@ export class UnauthorizedFlow {
     // last helped), a judgement is a revocation's renewal and may use the whole budget: revocations
     // met on new keys (every client's first request after one) must heal. Once one found a key's own
     // 401 (a walk), judgements keep to their share, leaving half of the budget to revocations.
-    const allowed = this.#rules.judgementsHelp ? this.#host.mayCallNow(now) : this.#host.mayJudgeNow(now);
+    const allowed = this.#rules.judgementsHelp ? this.#source.mayCall('upstream 401', now) : this.#source.mayCall('judgement', now);
     // Beyond that: as a revocation's 401 held back by the budget.
     if (!allowed) return this.#scheduledRenewal(generation, now);
     this.#lastJudgedAt = now;
@@ -198,12 +185,12 @@ export class UnauthorizedFlow {
       this.#rejected = { generation, obtainedAt: token.obtainedAt, lifetimeSeconds: token.lifetimeSeconds, proven: this.#rules.proven(generation) };
     }
     this.#logger.warn('the service rejected the token; renewing', { fingerprint: token?.fingerprint, generation });
-    const refreshed = this.#host.renew().catch((err: unknown) => {
+    const refreshed = this.#source.acquire('upstream 401').catch((err: unknown) => {
       // The auth server failed, not necessarily the token: keep serving it while it is valid.
       this.#state.unmarkBad(token);
       throw err;
     });
-    return this.#host.bounded(refreshed);
+    return this.#source.bounded(refreshed);
   }
 
   /** See TokenManager.unreplayed(). */
@@ -262,7 +249,7 @@ export class UnauthorizedFlow {
    * revocation) and replay with it; otherwise pass the 401 back at once.
    */
   #scheduledRenewal(generation: number, now: number): Promise<TokenSnapshot | undefined> {
-    const due = this.#host.renewDueAt() - now;
+    const due = this.#source.renewDueAt() - now;
     if (!(due <= SCHEDULED_RENEWAL_WAIT_MS)) return this.#newer(generation);
     return new Promise((resolve) => {
       const waiter = {
@@ -276,14 +263,14 @@ export class UnauthorizedFlow {
       const timer = this.#clock.setTimeout(() => {
         this.#renewalWaiters = this.#renewalWaiters.filter((w) => w !== waiter);
         resolve(undefined);
-      }, Math.max(0, due) + this.#host.tokenTimeoutMs);
+      }, Math.max(0, due) + this.#tokenTimeoutMs);
       this.#renewalWaiters.push(waiter);
     });
   }
 
   /** Resolves with the current token when it is newer than `generation` (to replay with), else undefined. */
   #newer(generation: number): Promise<TokenSnapshot | undefined> {
-    const t = this.#host.current();
+    const t = this.#source.current();
     return Promise.resolve(t !== undefined && t.generation > generation ? t : undefined);
   }
 }

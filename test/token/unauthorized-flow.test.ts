@@ -5,7 +5,7 @@ import { UnauthorizedFlow } from '../../src/token/unauthorized-flow.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { captureLogger } from '../helpers/gentoken-server.js';
 
-/** The flow alone: a host whose renewal mints the next token at once, on the fake clock. */
+/** The flow alone: a token source whose acquisition mints the next token at once, on the fake clock. */
 function setup() {
   const clock = new FakeClock();
   const log = captureLogger();
@@ -19,16 +19,15 @@ function setup() {
   };
   const flow: UnauthorizedFlow = new UnauthorizedFlow({
     clock, logger: log.logger, state, onSuperseded: () => superseded++,
-    host: {
-      stopped: () => false,
+    tokenTimeoutMs: 5_000,
+    source: {
       current: () => state.usable(clock.now()),
       inflight: () => undefined,
-      mayCallNow: () => true,
-      mayJudgeNow: () => true,
+      mayCall: () => true,
       renewDueAt: () => Infinity,
-      tokenTimeoutMs: 5_000,
-      renew: () => {
+      acquire: (trigger) => {
         renewals++;
+        assert.equal(trigger, 'upstream 401');
         assert.equal(state.usable(clock.now()), undefined, 'the rejected token is held back while its renewal is on the wire');
         return Promise.resolve(mint('upstream 401'));
       },
