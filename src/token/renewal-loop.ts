@@ -39,8 +39,8 @@ export interface RenewalLoopDeps {
  * The renewal loop: when the next gentoken attempt goes (start with its spread, the renewal at
  * `renewAt` of the lifetime with jitter, a retry on its schedule, a call held back by the budget
  * or a Retry-After) and whether the loop itself is alive. Its one timer (loop-timer.ts) is every
- * next attempt; the pace comes from gentoken-pacer.ts. It never calls gentoken itself: it calls
- * back the function it is handed (the manager's single-flight attempt).
+ * next attempt; the pace comes from gentoken-pacer.ts. It never calls gentoken itself: its timers
+ * call the function it is handed, the token source's single-flight `acquire` (token-source.ts).
  */
 export class RenewalLoop {
   readonly #clock: Clock;

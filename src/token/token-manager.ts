@@ -1,6 +1,7 @@
 /**
- * token/: the AuthToken: the gentoken client, the credential store (ApiKey/password files), this
- * manager (schedule, backoff, single flight, invalidation), the token file.
+ * token/: the AuthToken: the gentoken client, the credential store (ApiKey/password files), the
+ * token source (the single flight of gentoken calls, token-source.ts), this manager (its face to the
+ * sidecar: start, stop, rotation, invalidation, status), the token file.
  * May import: shared/, config/, observability/, upstream/.
  */
 import type { Logger } from '../observability/logger.js';
@@ -9,7 +10,6 @@ import { RenewalLoop } from './renewal-loop.js';
 import { tokenStatus, type TokenView } from './token-view.js';
 import type { TokenStatus } from '../observability/status.js';
 import { TokenState, type TokenSnapshot } from './token-state.js';
-import { failureReason } from './failure-reasons.js';
 import type { CredentialStore } from './credential-store.js';
 import { TokenUnavailableError } from '../shared/errors.js';
 import type { SecretSet } from '../shared/secrets.js';
@@ -258,7 +258,7 @@ export class TokenManager implements TokenView {
       liveness: this.liveness(),
       token: this.#state.token,
       failure,
-      failureMessage: failure ? failureReason(failure.cause, failure.detail, this.#loop.notBefore - this.#clock.now()) : undefined,
+      failureMessage: failure ? this.#source.reason() : undefined,
       superseded: this.#state.superseded,
       supersededWindowMs: SUPERSEDED_WINDOW_MS,
       suspect: this.#flow.suspect(),
