@@ -18,7 +18,7 @@ import { printableDeep } from '../shared/printable.js';
 /** The admin listener's answers are a few hundred bytes; anything past this is not one of them. */
 export const MAX_ADMIN_BODY_BYTES = 16_384;
 
-/** The message of the admin listener's per-source refusal (proxy/listener.ts). */
+/** The message of the admin listener's per-source refusal (proxy/listener/listener.ts). */
 const PER_SOURCE_REFUSAL = 'too many connections from this address';
 
 export interface AdminAnswer {

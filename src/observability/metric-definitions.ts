@@ -13,7 +13,7 @@ import type { TokenStatus } from './status.js';
 /** Why a request was sent again on a fresh connection (`upstream_retries_total{reason}`, see upstream/upstream-retry.ts). */
 const RETRY_REASONS = ['reset', 'broken_pipe', 'closed'] as const;
 export type RetryReason = (typeof RETRY_REASONS)[number];
-/** Why a request body's replay copy was given up (`replay_capture_dropped_total{reason}`, see proxy/replay-body.ts). */
+/** Why a request body's replay copy was given up (`replay_capture_dropped_total{reason}`, see proxy/body/replay-body.ts). */
 const DROP_REASONS = ['request_limit', 'global_limit', 'source_limit'] as const;
 export type CaptureDropReason = (typeof DROP_REASONS)[number];
 /** Outcome of one gentoken request: 401 (credentials rejected) is told apart from other failures. */
@@ -24,7 +24,7 @@ const LISTENERS = ['proxy', 'admin'] as const;
 export type ListenerName = (typeof LISTENERS)[number];
 /** Every listener (`connections_opened_total{listener}`): the proxy on TCP, on its unix socket, the admin listener. */
 export type AnyListener = ListenerName | 'socket';
-/** Why a connection was refused as it opened (see proxy/listener.ts). */
+/** Why a connection was refused as it opened (see proxy/listener/listener.ts). */
 const REFUSALS = ['not_allowed', 'per_source_limit', 'max_connections'] as const;
 export type ConnectionRefusalReason = (typeof REFUSALS)[number];
 export type { RouteName } from '../shared/routes.js';

@@ -1,6 +1,6 @@
 import { createAdminHandler } from '../observability/admin.js';
 import type { SidecarStatus } from '../observability/status.js';
-import { createListener, type Listener } from '../proxy/listener.js';
+import { createListener, type Listener } from '../proxy/listener/listener.js';
 import { compileIpGuard } from '../shared/ip-guard.js';
 import type { Part } from '../shared/part.js';
 import { counted, listenOn } from './listen-on.js';

@@ -1,7 +1,7 @@
 import type { Config } from '../config/schema.js';
 import type { ShareLimit } from '../observability/metric-definitions.js';
-import { ReplayBudget } from '../proxy/replay-body.js';
-import { UploadShare } from '../proxy/upload-share.js';
+import { ReplayBudget } from '../proxy/body/replay-body.js';
+import { UploadShare } from '../proxy/body/upload-share.js';
 
 /**
  * The numbers of the proxy's fair shares (docs/design.md, "Request bodies"), derived once from the

@@ -1,6 +1,6 @@
 import { ListenError } from '../config/listen-error.js';
 import type { AnyListener, Metrics } from '../observability/metrics.js';
-import type { Listener } from '../proxy/listener.js';
+import type { Listener } from '../proxy/listener/listener.js';
 
 /** Binds a listener; a failure names the listener and its config key. */
 export function listenOn(listener: Listener, which: 'proxy' | 'admin', at: { host: string; port: number }): Promise<number> {

@@ -1,4 +1,4 @@
-import { createListener, type Listener } from '../proxy/listener.js';
+import { createListener, type Listener } from '../proxy/listener/listener.js';
 import type { Part } from '../shared/part.js';
 import { counted, listenOn } from './listen-on.js';
 import { need, type Made, type PartDeps } from './made.js';

@@ -1,13 +1,13 @@
 import { ListenError } from '../config/listen-error.js';
-import { createListener, type Listener } from '../proxy/listener.js';
-import { groupId } from '../proxy/local-socket.js';
+import { createListener, type Listener } from '../proxy/listener/listener.js';
+import { groupId } from '../proxy/listener/local-socket.js';
 import type { Part } from '../shared/part.js';
 import { counted } from './listen-on.js';
 import { need, type Made, type PartDeps } from './made.js';
 
 /**
  * The same handler on a unix socket (`listen.socket`), none when not configured; its file mode and
- * group are the guard (proxy/local-socket.ts). Two steps: the listener is registered before it
+ * group are the guard (proxy/listener/local-socket.ts). Two steps: the listener is registered before it
  * binds, so a failure after it bound (its mode or group refused, the path taken meanwhile) still
  * closes it, or the open listener keeps a process that could not start alive. close() removes the
  * socket file only if this listener put it there, never a live one it refused to take.

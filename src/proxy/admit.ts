@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { IpGuard } from '../shared/ip-guard.js';
-import { isLocalSocket } from './local-socket.js';
+import { isLocalSocket } from './listener/local-socket.js';
 import type { ProxyRoute } from './proxy-route.js';
 import { checkRequestTarget } from './request-target.js';
 

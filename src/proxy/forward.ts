@@ -13,8 +13,8 @@ import { retryReason } from '../upstream/upstream-retry.js';
 import { rewriteCookie, rewriteQuery } from './attach.js';
 import { connectionNominated, STRIPPED_REQUEST_HEADERS } from './hop-by-hop.js';
 import type { ProxyMetrics, ProxyRoute } from './proxy-route.js';
-import type { ReplayTee } from './replay-body.js';
-import type { RequestBody } from './body-source.js';
+import type { ReplayTee } from './body/replay-body.js';
+import type { RequestBody } from './body/body-source.js';
 import type { RouteCredentials } from './route-credentials.js';
 
 export interface ForwarderOptions {

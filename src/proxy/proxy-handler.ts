@@ -16,13 +16,13 @@ import type { IpGuard } from '../shared/ip-guard.js';
 import { ClientGone } from '../upstream/engine.js';
 import { admit, byLongestPrefix, guardCheck, pickRoute } from './admit.js';
 import { createForwarder } from './forward.js';
-import { isLocalSocket } from './local-socket.js';
+import { isLocalSocket } from './listener/local-socket.js';
 import type { ProxyMetrics, ProxyRoute } from './proxy-route.js';
-import type { ReplayBudget, ReplayTee } from './replay-body.js';
-import { hasBody, RequestBodies, type RequestBody } from './request-body.js';
+import type { ReplayBudget, ReplayTee } from './body/replay-body.js';
+import { hasBody, RequestBodies, type RequestBody } from './body/request-body.js';
 import { createResponder } from './respond.js';
-import { UploadPaces } from './upload-pace.js';
-import { UploadShare } from './upload-share.js';
+import { UploadPaces } from './body/upload-pace.js';
+import { UploadShare } from './body/upload-share.js';
 
 export type { ProxyMetrics, ProxyRoute, RouteName } from './proxy-route.js';
 

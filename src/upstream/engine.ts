@@ -26,7 +26,7 @@ export interface UpstreamRequest {
   headers: Record<string, string | string[]>;
   /**
    * A complete body (received before dispatch, or a replay's copy), a stream still arriving from
-   * the client, or none. Both come from the proxy's one request-body source (proxy/request-body.ts).
+   * the client, or none. Both come from the proxy's one request-body source (proxy/body/request-body.ts).
    */
   body: Buffer | StreamedBody | undefined;
   /** Fires when the client goes away; the engine must then release the upstream request. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { askAdmin } from '../../src/observability/admin-client.js';
-import { createListener } from '../../src/proxy/listener.js';
+import { createListener } from '../../src/proxy/listener/listener.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 import { runCli } from '../helpers/cli.js';
 import { CREDENTIALS, startSidecar, startSimulator } from '../helpers/stack.js';

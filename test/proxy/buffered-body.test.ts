@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer, request, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
-import { BufferedBody } from '../../src/proxy/buffered-body.js';
-import { ReplayBudget } from '../../src/proxy/replay-body.js';
+import { BufferedBody } from '../../src/proxy/body/buffered-body.js';
+import { ReplayBudget } from '../../src/proxy/body/replay-body.js';
 
 /** A real request with `payload` as its body, received by a real server on loopback; resolves with the server's IncomingMessage. */
 async function received(t: { after: (fn: () => Promise<void>) => void }, payload: Buffer): Promise<IncomingMessage> {

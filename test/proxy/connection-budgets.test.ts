@@ -3,7 +3,7 @@ import { connect, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { send, startSidecar, startSimulator, waitReady, type RunningSidecar } from '../helpers/stack.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
-import { fullListenerLogger } from '../../src/proxy/full-listener.js';
+import { fullListenerLogger } from '../../src/proxy/listener/full-listener.js';
 
 /** Opens `n` connections from `localAddress` that never send a byte; resolves with what each received before closing (or '' while open). */
 async function idleConnections(port: number, localAddress: string, n: number): Promise<{ sockets: Socket[]; answers: string[] }> {

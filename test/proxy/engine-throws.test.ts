@@ -6,7 +6,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import type { CredentialSource, RouteCredentials } from '../../src/proxy/route-credentials.js';
 import { compileIpGuard } from '../../src/shared/ip-guard.js';
 import { createProxyHandler } from '../../src/proxy/proxy-handler.js';
-import { ReplayBudget } from '../../src/proxy/replay-body.js';
+import { ReplayBudget } from '../../src/proxy/body/replay-body.js';
 import type { ProxyEngine } from '../../src/upstream/engine.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 import { NO_METRICS } from '../helpers/no-metrics.js';

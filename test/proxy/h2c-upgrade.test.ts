@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
-import { dropH2cOffer, headWithoutUpgrade, offersOnlyH2c } from '../../src/proxy/h2c-upgrade.js';
-import { protocolRefusal } from '../../src/proxy/request-protocol.js';
+import { dropH2cOffer, headWithoutUpgrade, offersOnlyH2c } from '../../src/proxy/listener/h2c-upgrade.js';
+import { protocolRefusal } from '../../src/proxy/listener/request-protocol.js';
 
 describe('h2c upgrade offers', () => {
   it('ignores only offers of h2c alone, in any case', () => {

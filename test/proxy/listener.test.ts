@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { describe, it } from 'node:test';
-import { createListener } from '../../src/proxy/listener.js';
+import { createListener } from '../../src/proxy/listener/listener.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 
 const LIMITS = { requestTimeoutMs: 10_000, headersTimeoutMs: 5_000, maxHeaderBytes: 16 * 1024, maxConnections: 16 };

@@ -4,7 +4,7 @@ import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { createListener } from '../../src/proxy/listener.js';
+import { createListener } from '../../src/proxy/listener/listener.js';
 import { socketDirectoryProblem } from '../../src/config/socket-directory.js';
 import { validateConfig } from '../../src/config/validate-config.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';

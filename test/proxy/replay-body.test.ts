@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { describe, it } from 'node:test';
-import { ReplayBudget, ReplayTee } from '../../src/proxy/replay-body.js';
+import { ReplayBudget, ReplayTee } from '../../src/proxy/body/replay-body.js';
 import type { CaptureDropReason } from '../../src/observability/metrics.js';
 
 /** A client request: the tee only reads it as a stream. */

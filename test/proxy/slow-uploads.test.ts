@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { describe, it } from 'node:test';
-import { UPLOAD_CHECK_MS, UPLOAD_GRACE_MS } from '../../src/proxy/upload-pace.js';
+import { UPLOAD_CHECK_MS, UPLOAD_GRACE_MS } from '../../src/proxy/body/upload-pace.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { ENGINES, send, startSidecar, waitReady } from '../helpers/stack.js';
 import { startUpstream } from '../helpers/upstream.js';

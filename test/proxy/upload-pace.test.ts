@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UploadPaces, UPLOAD_CHECK_MS, UPLOAD_GRACE_MS } from '../../src/proxy/upload-pace.js';
+import { UploadPaces, UPLOAD_CHECK_MS, UPLOAD_GRACE_MS } from '../../src/proxy/body/upload-pace.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 
 /**

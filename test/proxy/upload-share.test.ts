@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UploadShare } from '../../src/proxy/upload-share.js';
+import { UploadShare } from '../../src/proxy/body/upload-share.js';
 
 describe('the per-source share of streamed uploads', () => {
   it('starts a source\'s streams up to its share, then one per stream that ends, in arrival order; other sources are not affected', () => {

@@ -14,7 +14,7 @@ import { failureReason } from '../../src/token/failure-reasons.js';
 import { createEgress } from '../../src/upstream/egress.js';
 import { createProxyEngine } from '../../src/upstream/create-engine.js';
 import { createProxyHandler } from '../../src/proxy/proxy-handler.js';
-import { ReplayBudget } from '../../src/proxy/replay-body.js';
+import { ReplayBudget } from '../../src/proxy/body/replay-body.js';
 import type { RouteCredentials } from '../../src/proxy/route-credentials.js';
 import { createClientCa, type ClientCa } from '../helpers/client-certs.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { chmodSync, lchownSync, linkSync, lstatSync, mkdtempSync, readFileSync, rmSync, unlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { PRIVATE_DIR_PREFIX } from '../shared/socket-path.js';
+import { PRIVATE_DIR_PREFIX } from '../../shared/socket-path.js';
 
 /**
  * The unix-socket listener's side of things: its connections carry no address, so the source

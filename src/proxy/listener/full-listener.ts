@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../../observability/logger.js';
 
 /** How a full listener is reported (docs/traps.md T52): who it is, what to raise, and the clock. */
 export interface FullListenerReport {

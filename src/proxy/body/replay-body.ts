@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import type { CaptureDropReason } from '../observability/metrics.js';
-import type { StreamedBody } from '../upstream/engine.js';
+import type { CaptureDropReason } from '../../observability/metrics.js';
+import type { StreamedBody } from '../../upstream/engine.js';
 import type { UploadPace } from './upload-pace.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import type { CaptureDropReason } from '../observability/metrics.js';
+import type { CaptureDropReason } from '../../observability/metrics.js';
 import { BufferedBody } from './buffered-body.js';
 import { ReplayTee, type ReplayBudget } from './replay-body.js';
 import type { UploadPace, UploadPaces } from './upload-pace.js';

@@ -1,5 +1,5 @@
-import { DeadlineQueue, type DeadlineEntry } from '../upstream/deadline-queue.js';
-import type { Clock } from '../shared/clock.js';
+import { DeadlineQueue, type DeadlineEntry } from '../../upstream/deadline-queue.js';
+import type { Clock } from '../../shared/clock.js';
 
 /** How often each upload's pace is checked. */
 export const UPLOAD_CHECK_MS = 1000;

@@ -1,12 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { setServerTimeouts } from '../shared/server-timeouts.js';
+import { setServerTimeouts } from '../../shared/server-timeouts.js';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../../observability/logger.js';
 import { admitInOrder, pendingResponses, whenIdle } from './connection-order.js';
 import { dropH2cOffer, offersOnlyH2c, readUpgradeBody, refeedWithoutUpgrade } from './h2c-upgrade.js';
 import { protocolRefusal } from './request-protocol.js';
-import { sendJson } from '../shared/send-json.js';
+import { sendJson } from '../../shared/send-json.js';
 import { clearStaleSocket, createSocketFile, LOCAL_SOCKET, removeSocketFile, type SocketFile } from './local-socket.js';
 import { fullListenerLogger, type FullListenerReport } from './full-listener.js';
 import { IdleEviction } from './idle-eviction.js';
