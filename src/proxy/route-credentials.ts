@@ -23,7 +23,7 @@ export interface CredentialSource {
    * Present for renewable routes: a request `method` with `used` on `path` was answered `status`
    * (every answer but a first 401; a replay names the credentials it replaced in `replayOf`). Per
    * response: cheap (the method is passed along, not looked at, unless a 401 is being judged).
-   * The method and the query are part of what the 401 judgement remembers (token/request-key.ts).
+   * The method and the query are part of what the 401 judgement remembers (token/answers/request-key.ts).
    */
   answered?(used: RouteCredentials, status: number, path: string, replayOf?: RouteCredentials, method?: string): void;
   /**

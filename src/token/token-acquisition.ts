@@ -1,4 +1,4 @@
-import type { PacedTrigger } from './gentoken-pacer.js';
+import type { PacedTrigger } from './pacing/gentoken-pacer.js';
 import type { TokenSnapshot } from './token-state.js';
 
 /** The gentoken attempt in flight; `held` while the budget or a Retry-After holds it back. */

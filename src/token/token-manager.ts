@@ -6,7 +6,7 @@
  */
 import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
-import { RenewalLoop } from './renewal-loop.js';
+import { RenewalLoop } from './pacing/renewal-loop.js';
 import { tokenStatus, type TokenView } from './token-view.js';
 import type { TokenStatus } from '../observability/status.js';
 import { TokenState, type TokenSnapshot } from './token-state.js';
@@ -16,9 +16,9 @@ import type { SecretSet } from '../shared/secrets.js';
 import type { TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
-import { SUPERSEDED_WINDOW_MS } from './answer-rules.js';
-import { UnauthorizedFlow } from './unauthorized-flow.js';
-import { requestKeyFunction } from './request-key.js';
+import { SUPERSEDED_WINDOW_MS } from './answers/answer-rules.js';
+import { UnauthorizedFlow } from './answers/unauthorized-flow.js';
+import { requestKeyFunction } from './answers/request-key.js';
 import { TokenSource, type RetryAnswer } from './token-source.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */

@@ -17,7 +17,7 @@ const SOURCES: ReadonlyArray<{ file: string; returns?: boolean; literals?: RegEx
   { file: 'src/observability/admin.ts' },
   // /readyz and /healthz reasons are returned by these functions.
   { file: 'src/token/token-manager.ts', returns: true },
-  { file: 'src/token/failure-reasons.ts', returns: true },
+  { file: 'src/token/answers/failure-reasons.ts', returns: true },
   { file: 'src/sidecar.ts' },
   { file: 'src/localization/localization-part.ts' },
   // /readyz shows a gentoken answer of the `http` cause in the token client's own words: every

@@ -46,7 +46,7 @@ describe('the import rule of src/ (.dependency-cruiser.cjs)', () => {
   });
 
   it('fails when proxy/ reaches into token/ internals, and on an upward import from shared/', async () => {
-    const internals = await cruisePlanted({ 'src/proxy/planted.ts': "import { createBackoff } from '../token/backoff.js';\nexport const x = createBackoff;\n" });
+    const internals = await cruisePlanted({ 'src/proxy/planted.ts': "import { createBackoff } from '../token/pacing/backoff.js';\nexport const x = createBackoff;\n" });
     assert.deepEqual(internals.map((v) => v.rule.name), ['proxy-uses-only-the-token-manager']);
     const upward = await cruisePlanted({ 'src/shared/planted.ts': "import type { Metrics } from '../observability/metrics.js';\nexport type X = Metrics;\n" });
     assert.deepEqual(upward.map((v) => v.rule.name), ['shared-imports-only-itself']);

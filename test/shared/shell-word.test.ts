@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { shellWord } from '../../src/shared/shell-word.js';
-import { AnswerSignals } from '../../src/token/answer-signals.js';
+import { AnswerSignals } from '../../src/token/answers/answer-signals.js';
 import { captureLogger } from '../helpers/gentoken-server.js';
 
 describe('a client-chosen path in a command line printed for the operator', () => {

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   AnswerRules, ATTACH_EVIDENCE_ANSWERS, isRefusal, isSuccess, MAX_RENEW_INTERVAL_MS, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, SUPERSEDED_WINDOW_MS,
-} from '../../src/token/answer-rules.js';
-import { MAX_PATH_KEY, pathKey, PathMemory } from '../../src/token/path-memory.js';
+} from '../../src/token/answers/answer-rules.js';
+import { MAX_PATH_KEY, pathKey, PathMemory } from '../../src/token/answers/path-memory.js';
 
 /** Rules on a hand-moved clock. */
 function rules() {

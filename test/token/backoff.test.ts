@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createBackoff, longestDelayMs, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF } from '../../src/token/backoff.js';
+import { createBackoff, longestDelayMs, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF } from '../../src/token/pacing/backoff.js';
 
 describe('backoff', () => {
   it('doubles the ceiling up to the cap when the draw is maximal', () => {

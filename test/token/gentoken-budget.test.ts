@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createGentokenBudget } from '../../src/token/gentoken-budget.js';
-import { GentokenPacer } from '../../src/token/gentoken-pacer.js';
-import { parseRetryAfter } from '../../src/token/retry-after.js';
+import { createGentokenBudget } from '../../src/token/pacing/gentoken-budget.js';
+import { GentokenPacer } from '../../src/token/pacing/gentoken-pacer.js';
+import { parseRetryAfter } from '../../src/token/pacing/retry-after.js';
 
 describe('gentoken budget', () => {
   it('allows perMinute calls in any 60 s, then says how long to wait', () => {

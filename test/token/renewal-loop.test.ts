@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RenewalLoop } from '../../src/token/renewal-loop.js';
+import { RenewalLoop } from '../../src/token/pacing/renewal-loop.js';
 import { TokenState } from '../../src/token/token-state.js';
 import { tokenStatus } from '../../src/token/token-view.js';
 import { FakeClock, flush } from '../helpers/fake-clock.js';

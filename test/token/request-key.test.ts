@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_KEY_CHARS, requestKey } from '../../src/token/request-key.js';
+import { MAX_KEY_CHARS, requestKey } from '../../src/token/answers/request-key.js';
 import { tokenManagerOptions } from '../../src/service/service-part.js';
 import { validateConfig } from '../../src/config/validate-config.js';
 

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { MAX_TIMER_MS } from '../../src/shared/clock.js';
 import { TokenRequestError, TokenUnauthorizedError } from '../../src/shared/errors.js';
-import { causeOf, failureReason } from '../../src/token/failure-reasons.js';
-import { LoopTimer } from '../../src/token/loop-timer.js';
-import { GentokenPacer } from '../../src/token/gentoken-pacer.js';
+import { causeOf, failureReason } from '../../src/token/answers/failure-reasons.js';
+import { LoopTimer } from '../../src/token/pacing/loop-timer.js';
+import { GentokenPacer } from '../../src/token/pacing/gentoken-pacer.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 
 describe('the token loop\'s timer', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SecretSet } from '../../src/shared/secrets.js';
-import { RenewalLoop } from '../../src/token/renewal-loop.js';
+import { RenewalLoop } from '../../src/token/pacing/renewal-loop.js';
 import type { AuthResult } from '../../src/token/token-client.js';
 import { TokenSource } from '../../src/token/token-source.js';
 import { TokenState } from '../../src/token/token-state.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { TokenState, type TokenSnapshot } from '../../src/token/token-state.js';
-import { UnauthorizedFlow } from '../../src/token/unauthorized-flow.js';
+import { UnauthorizedFlow } from '../../src/token/answers/unauthorized-flow.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { captureLogger } from '../helpers/gentoken-server.js';
 

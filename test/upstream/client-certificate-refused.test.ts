@@ -10,7 +10,7 @@ import { systemClock } from '../../src/shared/clock.js';
 import { TokenRequestError } from '../../src/shared/errors.js';
 import { createTokenClient } from '../../src/token/token-client.js';
 import { checkGentoken } from '../../src/doctor/gentoken-check.js';
-import { failureReason } from '../../src/token/failure-reasons.js';
+import { failureReason } from '../../src/token/answers/failure-reasons.js';
 import { createEgress } from '../../src/upstream/egress.js';
 import { createProxyEngine } from '../../src/upstream/create-engine.js';
 import { createProxyHandler } from '../../src/proxy/proxy-handler.js';

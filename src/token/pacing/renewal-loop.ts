@@ -1,7 +1,7 @@
-import type { Logger } from '../observability/logger.js';
-import type { Clock } from '../shared/clock.js';
-import { TokenUnavailableError } from '../shared/errors.js';
-import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Clock } from '../../shared/clock.js';
+import { TokenUnavailableError } from '../../shared/errors.js';
+import type { GentokenCause, GentokenTrigger } from '../../observability/metrics.js';
 import { GentokenPacer, type PacedTrigger } from './gentoken-pacer.js';
 import { LoopTimer } from './loop-timer.js';
 

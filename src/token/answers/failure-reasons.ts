@@ -1,5 +1,5 @@
-import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../shared/errors.js';
-import type { GentokenCause } from '../observability/metrics.js';
+import { InvalidResponseError, TokenRefusedError, TokenRequestError, TokenUnauthorizedError } from '../../shared/errors.js';
+import type { GentokenCause } from '../../observability/metrics.js';
 
 /** The metric and /readyz class of whatever a gentoken attempt threw. */
 export function causeOf(err: unknown): GentokenCause {

@@ -1,6 +1,6 @@
 import { createBackoff, longestDelayMs, TRANSIENT_BACKOFF, UNAUTHORIZED_BACKOFF, type Backoff } from './backoff.js';
 import { createGentokenBudget, type GentokenBudget } from './gentoken-budget.js';
-import type { GentokenCause } from '../observability/metrics.js';
+import type { GentokenCause } from '../../observability/metrics.js';
 
 /** What asked for a gentoken call. */
 export type PacedTrigger = 'start' | 'renewal' | 'retry' | 'upstream 401' | 'rotation';

@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../shared/clock.js';
+import { MAX_TIMER_MS, type Clock, type TimerHandle } from '../../shared/clock.js';
 
 /**
  * The token loop's one timer: the next gentoken attempt (start, renewal, retry, a held-back call)

@@ -1,10 +1,10 @@
-import type { Logger } from '../observability/logger.js';
-import type { Clock } from '../shared/clock.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Clock } from '../../shared/clock.js';
 import { AnswerRules, PATH_MEMORY_MS, SUPERSEDED_THRESHOLD, type RejectedToken, type SuspectForm } from './answer-rules.js';
 import { AnswerSignals, shortPath } from './answer-signals.js';
 import type { RequestKey } from './request-key.js';
-import type { TokenAcquisition } from './token-acquisition.js';
-import type { TokenSnapshot, TokenState } from './token-state.js';
+import type { TokenAcquisition } from '../token-acquisition.js';
+import type { TokenSnapshot, TokenState } from '../token-state.js';
 
 export interface UnauthorizedFlowDeps {
   clock: Clock;

@@ -1,5 +1,5 @@
-import type { Logger } from '../observability/logger.js';
-import { shellWord } from '../shared/shell-word.js';
+import type { Logger } from '../../observability/logger.js';
+import { shellWord } from '../../shared/shell-word.js';
 import { SUPERSEDED_WINDOW_MS, type SuspectForm } from './answer-rules.js';
 
 /**
