@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { spawnCli, type Spawned } from '../helpers/cli.js';
+import { spawnCli, spawnCommand, type Spawned } from '../helpers/cli.js';
 import { CREDENTIALS, startSimulator } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 
@@ -70,26 +70,8 @@ function inspectorOpen(): Promise<boolean> {
 function start(path: 'cli' | 'launcher' | 'unit', config: string, env: NodeJS.ProcessEnv = {}): Spawned {
   if (path === 'cli') return spawnCli(['run', '--config', config], env);
   const launcher = launcherPath ??= archiveLauncher();
-  const child = spawn(launcher, ['run', '--config', config], {
-    env: { PATH: process.env.PATH, ...(path === 'unit' ? { NODE_OPTIONS: `${unitNodeOptions()} ${env.NODE_OPTIONS ?? ''}`.trim() } : env) },
-  });
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (d) => (out += d));
-  child.stderr.on('data', (d) => (err += d));
-  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-  return {
-    child, stdout: () => out, stderr: () => err, exited,
-    async waitFor(pattern, timeoutMs = 15000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const m = out.match(pattern);
-        if (m) return m;
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no ${pattern}; stdout: ${out}; stderr: ${err}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
-  } as Spawned;
+  return spawnCommand(launcher, ['run', '--config', config],
+    path === 'unit' ? { NODE_OPTIONS: `${unitNodeOptions()} ${env.NODE_OPTIONS ?? ''}`.trim() } : env);
 }
 let launcherPath: string | undefined;
 

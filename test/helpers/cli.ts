@@ -51,7 +51,12 @@ export interface Spawned {
 /** Runs the built CLI (`node dist/cli.js`) exactly as users do; `node` is another runtime's binary if given. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, node = process.execPath): Spawned {
   assertBuildIsCurrent();
-  const child = spawn(node, [CLI, ...args], { env: { PATH: process.env.PATH, ...env } });
+  return spawnCommand(node, [CLI, ...args], env);
+}
+
+/** Runs `command` (a launcher, a script) as `spawnCli` runs the CLI: output collected, `waitFor`, `exited`. */
+export function spawnCommand(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
+  const child = spawn(command, args, { env: { PATH: process.env.PATH, ...env } });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
