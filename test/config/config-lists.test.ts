@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Type } from '@sinclair/typebox';
-import { validateConfig } from '../../src/config/validate-config.js';
 import {
   envBindings, formatKey, formatPath, rereadFileKeys, secretFileKeys, unboundedTimerKeys, valuesAt, walkProperties,
   type SchemaNode,
 } from '../../src/config/walk.js';
 import { MAX_TIMER_MS } from '../../src/shared/clock.js';
-import { ConfigError } from '../../src/shared/errors.js';
 import { missingFromExample, undocumentedInExample } from '../helpers/example-config.js';
+import { attachProblems } from '../helpers/attach-problems.js';
 
 /**
  * Lists of objects are first-class config shapes (docs/architecture.md, "A setting (and its
@@ -81,15 +80,7 @@ describe('config lists: every millisecond key has a bound', () => {
 });
 
 describe('config lists: problems name the item', () => {
-  const problemsOf = (attach: unknown[]): string[] => {
-    try {
-      validateConfig({ service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'key-1234', password: 'pass-5678' }, token: { attach } });
-      return [];
-    } catch (err) {
-      assert.ok(err instanceof ConfigError);
-      return err.problems;
-    }
-  };
+  const problemsOf = attachProblems;
   const good = { in: 'header', name: 'Authorization', value: 'Bearer {token}' };
 
   it('a schema problem in the second entry is token.attach[1]...', () => {

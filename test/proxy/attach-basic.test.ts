@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { compileAttachments } from '../../src/proxy/attach.js';
-import { validateConfig } from '../../src/config/validate-config.js';
-import { ConfigError } from '../../src/shared/errors.js';
 import { CREDENTIALS, ENGINES, send, startSidecar, waitReady, type RunningSidecar } from '../helpers/stack.js';
 import { startVendor, type Vendor } from '../helpers/vendors.js';
+import { attachProblems } from '../helpers/attach-problems.js';
 
 /**
  * The HTTP Basic attachment kind (`in: basic`, RFC 7617): `Authorization: Basic
@@ -34,15 +33,7 @@ describe('basic attachment: rendering', () => {
 });
 
 describe('basic attachment: config checks', () => {
-  const problemsOf = (attach: unknown[]): string[] => {
-    try {
-      validateConfig({ service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'key-1234', password: 'pass-5678' }, token: { attach } });
-      return [];
-    } catch (err) {
-      assert.ok(err instanceof ConfigError);
-      return err.problems;
-    }
-  };
+  const problemsOf = attachProblems;
 
   it('accepts {in: basic, user, password} and counts {token} in either field', () => {
     assert.deepEqual(problemsOf([{ in: 'basic', user: '{apiKey}', password: '{token}' }]), []);
