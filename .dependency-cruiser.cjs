@@ -9,17 +9,19 @@ const MAY_IMPORT = {
   config: ['shared'],
   observability: ['shared'],
   upstream: ['shared', 'observability'],
-  token: ['shared', 'config', 'observability', 'upstream'],
+  // The store a fleet shares its token through (docs/fleet.md): engines only, no token logic.
+  fleet: ['shared', 'observability'],
+  token: ['shared', 'config', 'observability', 'upstream', 'fleet'],
   // The request path: never config/ (settings arrive as plain options when the sidecar wires it).
   proxy: ['shared', 'observability', 'upstream', 'token'],
   // The sidecar's parts: each wires one feature from the layers above.
-  service: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy'],
+  service: ['shared', 'config', 'observability', 'upstream', 'fleet', 'token', 'proxy'],
   localization: ['shared', 'config', 'observability', 'upstream', 'proxy'],
-  doctor: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy'],
+  doctor: ['shared', 'config', 'observability', 'upstream', 'fleet', 'token', 'proxy'],
   // The sidecar's start sequence (sidecar.ts runs it): one part a file, wiring the folders above.
-  parts: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy', 'service', 'localization'],
+  parts: ['shared', 'config', 'observability', 'upstream', 'fleet', 'token', 'proxy', 'service', 'localization'],
   simulator: ['shared'],
-  commands: ['shared', 'config', 'observability', 'upstream', 'token', 'proxy', 'service', 'localization', 'doctor', 'simulator'],
+  commands: ['shared', 'config', 'observability', 'upstream', 'fleet', 'token', 'proxy', 'service', 'localization', 'doctor', 'simulator'],
   // The process entries (what becomes dist/cli.js and the two bundles): argv, env, signals, exit codes.
   entry: ['shared', 'commands'],
 };
