@@ -57,9 +57,11 @@ function authorize(req: IncomingMessage, query: URLSearchParams, ctx: SimContext
     if (verdict !== 'valid') tokenProblem = verdict === 'unknown' ? 'invalid token' : `token ${verdict}`;
   }
   if (tokenProblem) return tokenProblem;
+  // A token is valid only with the key it was issued to (several keys: each set's own token).
+  const owner = ctx.tokens.ownerOf(token!) ?? ctx.apiKey;
   if (!ctx.auth.requireApiKey) return undefined;
   const apiKey = req.headers['apikey'];
-  if (typeof apiKey !== 'string' || !safeEqual(apiKey, ctx.apiKey)) return 'missing or invalid ApiKey';
+  if (typeof apiKey !== 'string' || !safeEqual(apiKey, owner)) return 'missing or invalid ApiKey';
   return undefined;
 }
 

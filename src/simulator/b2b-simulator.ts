@@ -53,6 +53,10 @@ export interface B2bSimulatorOptions {
   tokenIn?: TokenPresentation;
   /** When set, `GET /pub/b2b/v1/objects/<id>` knows only this id; otherwise any id. */
   rkObjectId?: string;
+  /** Further keys the service knows (several credential sets); a token is valid only with the key it was issued to. */
+  otherKeys?: ReadonlyArray<{ apiKey: string; password: string }>;
+  /** A new token revokes the earlier ones of its key, as a vendor that keeps one live token per key does. */
+  oneLiveTokenPerKey?: boolean;
 }
 
 /** A running (or startable) simulated B2B service. */
@@ -65,6 +69,8 @@ export interface B2bSimulator {
   readonly url: string;
   readonly faults: SimulatorFaults;
   readonly stats: SimulatorStats;
+  /** Monotonic ms (performance.now()) of the latest gentoken requests: the benchmarks' calls per second. */
+  readonly tokenRequestTimes: readonly number[];
   /** The CA that signed the server certificate (PEM); throws before `start()` when it is generated. */
   readonly caPem: string;
 }
@@ -91,6 +97,9 @@ export function createB2bSimulator(options: B2bSimulatorOptions): B2bSimulator {
     tokens,
     faults,
     stats,
+    otherKeys: new Map((options.otherKeys ?? []).map((k) => [k.apiKey, k.password])),
+    oneLiveTokenPerKey: options.oneLiveTokenPerKey ?? false,
+    tokenRequestTimes: [],
   };
   // Compiled once, so an invalid entry fails here rather than per request; fails closed.
   const guard = options.allow ? compileIpGuard(options.allow) : undefined;
@@ -160,6 +169,7 @@ export function createB2bSimulator(options: B2bSimulatorOptions): B2bSimulator {
     },
     faults,
     stats,
+    tokenRequestTimes: ctx.tokenRequestTimes,
     get caPem() {
       if (!tls) throw new Error('the CA is generated at start(); call start() first');
       return tls.caPem;

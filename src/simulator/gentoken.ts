@@ -15,6 +15,8 @@ const MAX_BODY_BYTES = 16 * 1024;
  */
 export async function handleGentoken(req: IncomingMessage, res: ServerResponse, ctx: SimContext): Promise<void> {
   ctx.stats.tokenRequests++;
+  ctx.tokenRequestTimes.push(performance.now());
+  if (ctx.tokenRequestTimes.length > 100_000) ctx.tokenRequestTimes.splice(0, 50_000);
   const read = await readSmallBody(req, MAX_BODY_BYTES);
   if (!read.ok && read.reason === 'aborted') return;
   const bodyText = read.ok ? read.body.toString('utf8') : '';
@@ -37,7 +39,7 @@ export async function handleGentoken(req: IncomingMessage, res: ServerResponse, 
     return;
   }
   const ttl = ctx.faults.ttlSeconds;
-  const token = ctx.tokens.issue(ttl);
+  const token = ctx.tokens.issue(ttl, String(req.headers['apikey']), ctx.oneLiveTokenPerKey);
   ctx.stats.tokensIssued++;
   sendJson(res, 200, { token, refreshToken: null, aliveSecondsTtl: ttl });
 }
@@ -63,6 +65,8 @@ function rejectReason(req: IncomingMessage, body: string | undefined, ctx: SimCo
   const password = (parsed as { password: unknown }).password;
   if (typeof password !== 'string') return 'password must be a string';
   // One message for a wrong key or a wrong password: the service should not say which one.
+  const other = ctx.otherKeys.get(apiKey);
+  if (other !== undefined) return safeEqual(password, other) ? undefined : 'invalid ApiKey or password';
   const keyOk = safeEqual(apiKey, ctx.apiKey);
   const passwordOk = safeEqual(password, ctx.password) || (ctx.previousPassword !== undefined && safeEqual(password, ctx.previousPassword));
   return keyOk && passwordOk ? undefined : 'invalid ApiKey or password';

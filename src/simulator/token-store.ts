@@ -7,6 +7,8 @@ export type TokenVerdict = 'valid' | 'expired' | 'revoked' | 'unknown';
 interface Issued {
   expiresAt: number;
   revoked: boolean;
+  /** The ApiKey the token was issued to: it is valid only with that key. */
+  owner: string;
 }
 
 /**
@@ -24,10 +26,15 @@ export class TokenStore {
     this.#capacity = capacity;
   }
 
-  /** Issues a fresh random token (32 bytes, base64url) living `ttlSeconds`. */
-  issue(ttlSeconds: number): string {
+  /**
+   * Issues a fresh random token (32 bytes, base64url) living `ttlSeconds`, to `owner` (an ApiKey).
+   * With `onlyLive`, every earlier token of the same owner is revoked: a vendor that keeps one
+   * live token per key.
+   */
+  issue(ttlSeconds: number, owner = '', onlyLive = false): string {
     const token = randomBytes(32).toString('base64url');
-    this.#issued.set(token, { expiresAt: this.#clock.now() + ttlSeconds * 1000, revoked: false });
+    if (onlyLive) for (const entry of this.#issued.values()) if (entry.owner === owner) entry.revoked = true;
+    this.#issued.set(token, { expiresAt: this.#clock.now() + ttlSeconds * 1000, revoked: false, owner });
     while (this.#issued.size > this.#capacity) {
       this.#issued.delete(this.#issued.keys().next().value as string);
     }
@@ -40,6 +47,11 @@ export class TokenStore {
     if (!entry) return 'unknown';
     if (this.#clock.now() >= entry.expiresAt) return 'expired';
     return entry.revoked ? 'revoked' : 'valid';
+  }
+
+  /** The ApiKey a token was issued to; undefined for a token this store never issued (or forgot). */
+  ownerOf(token: string): string | undefined {
+    return this.#issued.get(token)?.owner;
   }
 
   /** Invalidates every token issued so far; tokens issued later are unaffected. */
