@@ -20,6 +20,7 @@ import { SUPERSEDED_WINDOW_MS } from './answers/answer-rules.js';
 import { UnauthorizedFlow } from './answers/unauthorized-flow.js';
 import { requestKeyFunction } from './answers/request-key.js';
 import { TokenSource, type RetryAnswer } from './token-source.js';
+import type { GentokenSlots } from './pacing/gentoken-slots.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -62,6 +63,11 @@ export interface TokenManagerDeps {
   onSuperseded?: () => void;
   /** The config file the process runs with, for the doctor command a hint prints. */
   configPath?: string;
+  /**
+   * Shared by the managers of every credential set (`token.maxConcurrentGentoken`): their gentoken
+   * calls go a few at a time (gentoken-slots.ts). Omitted: this manager's calls never wait for one.
+   */
+  slots?: GentokenSlots;
   options: TokenManagerOptions;
 }
 
@@ -123,6 +129,7 @@ export class TokenManager implements TokenView {
       },
       ...(deps.onRefresh ? { onRefresh: deps.onRefresh } : {}),
       ...(deps.onFailure ? { onFailure: deps.onFailure } : {}),
+      ...(deps.slots ? { slots: deps.slots } : {}),
     });
     this.#flow = new UnauthorizedFlow({
       clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#source, tokenTimeoutMs: deps.options.tokenTimeoutMs,

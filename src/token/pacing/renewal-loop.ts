@@ -4,6 +4,7 @@ import { TokenUnavailableError } from '../../shared/errors.js';
 import type { GentokenCause, GentokenTrigger } from '../../observability/metrics.js';
 import { GentokenPacer, type PacedTrigger } from './gentoken-pacer.js';
 import { LoopTimer } from './loop-timer.js';
+import type { GentokenSlots, ReleaseSlot } from './gentoken-slots.js';
 
 /** Renewal moves earlier by up to 10 % of its delay so a fleet does not renew in lock-step. */
 const JITTER_FRACTION = 0.1;
@@ -63,6 +64,10 @@ export class RenewalLoop {
   /** The lifetime note (renewals the budget does not hold back) is logged once. */
   #lifetimeNoted = false;
   #stopped = false;
+  /** Aborted by stop(): wakes an attempt waiting for a gentoken slot (gentoken-slots.ts). */
+  readonly #stopSignal = new AbortController();
+  /** True while the attempt waits for a slot shared with other credential sets. */
+  #awaitingSlot = false;
 
   constructor(deps: RenewalLoopDeps) {
     this.#clock = deps.clock;
@@ -91,6 +96,27 @@ export class RenewalLoop {
     this.#stopped = true;
     this.#timer.cancel();
     this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
+    if (!this.#stopSignal.signal.aborted) this.#stopSignal.abort(new TokenUnavailableError('the token manager was stopped'));
+  }
+
+  /**
+   * After the gate: a slot among the gentoken calls of every credential set sharing `slots`. A
+   * free slot is taken synchronously (one set alone never waits); otherwise the attempt waits its
+   * turn, which liveness counts as an attempt under way, not as a stuck loop, and stop() ends.
+   */
+  slot(slots: GentokenSlots): ReleaseSlot | Promise<ReleaseSlot> {
+    if (this.#stopped) throw new TokenUnavailableError('the token manager was stopped');
+    const free = slots.tryEnter();
+    if (free) return free;
+    this.#awaitingSlot = true;
+    return slots.enter(this.#stopSignal.signal).finally(() => {
+      this.#awaitingSlot = false;
+    });
+  }
+
+  /** True while the attempt waits for a gentoken slot shared with other credential sets. */
+  get awaitingSlot(): boolean {
+    return this.#awaitingSlot;
   }
 
   /** An attempt begins: whatever was scheduled is replaced by it. */
@@ -219,6 +245,8 @@ export class RenewalLoop {
    * scheduled further ahead than any setting allows.
    */
   liveness(): { live: boolean; reason?: string } {
+    // Waiting behind other sets' calls, each bounded by its own deadline (and judged by its own loop).
+    if (this.#awaitingSlot) return LIVE;
     const now = this.#clock.now();
     if (this.#requestSentAt !== undefined) {
       const late = now - this.#requestSentAt - this.#options.tokenTimeoutMs;
@@ -240,7 +268,7 @@ export class RenewalLoop {
   /** Wall-clock ms of the next attempt (now while one is on the wire); undefined when none is scheduled. */
   nextAttemptWall(): number | undefined {
     const wall = this.#clock.wallNow();
-    if (this.#requestSentAt !== undefined) return wall;
+    if (this.#requestSentAt !== undefined || this.#awaitingSlot) return wall;
     const dueAt = this.#timer.dueAt;
     return dueAt === undefined ? undefined : wall + Math.max(0, dueAt - this.#clock.now());
   }
