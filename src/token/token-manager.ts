@@ -41,6 +41,12 @@ export interface TokenManagerOptions {
   maxRetryAfterSeconds?: number;
   /** `token.startJitterSeconds`: random delay up to this before the first gentoken call; default 0 (off). */
   startJitterSeconds?: number;
+  /**
+   * Draw the first renewal from the token's whole renewal delay instead of its last 10 %: for one of
+   * several credential sets started together (renewal-loop.ts), so their renewals do not fall in
+   * the same seconds; default false (one set renews exactly as documented).
+   */
+  spreadFirstRenewal?: boolean;
   /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
   attachQueryNames?: readonly string[];
 }
@@ -117,6 +123,7 @@ export class TokenManager implements TokenView {
         ...(deps.options.maxGentokenPerMinute !== undefined ? { maxGentokenPerMinute: deps.options.maxGentokenPerMinute } : {}),
         maxRetryAfterSeconds: deps.options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS,
         ...(deps.options.startJitterSeconds !== undefined ? { startJitterSeconds: deps.options.startJitterSeconds } : {}),
+        ...(deps.options.spreadFirstRenewal ? { spreadFirstRenewal: true } : {}),
       },
     });
     this.#source = new TokenSource({

@@ -24,6 +24,11 @@ export interface RenewalLoopOptions {
   maxGentokenPerMinute?: number;
   maxRetryAfterSeconds: number;
   startJitterSeconds?: number;
+  /**
+   * The first token's renewal is drawn from its whole delay, not only its last 10 % (one of many
+   * credential sets: docs/design.md, "Many credential sets: gentoken slots and the renewal spread"). Off: every renewal as documented.
+   */
+  spreadFirstRenewal?: boolean;
 }
 
 export interface RenewalLoopDeps {
@@ -63,6 +68,8 @@ export class RenewalLoop {
   #requestSentAt: number | undefined;
   /** The lifetime note (renewals the budget does not hold back) is logged once. */
   #lifetimeNoted = false;
+  /** The next renewal is the first of a set whose first renewal is spread (spreadFirstRenewal). */
+  #spreadNext: boolean;
   #stopped = false;
   /** Aborted by stop(): wakes an attempt waiting for a gentoken slot (gentoken-slots.ts). */
   readonly #stopSignal = new AbortController();
@@ -81,6 +88,7 @@ export class RenewalLoop {
       random: deps.random,
     });
     this.#timer = new LoopTimer(deps.clock);
+    this.#spreadNext = deps.options.spreadFirstRenewal === true;
   }
 
   /** The first attempt: at once, or after a random spread of up to `startJitterSeconds`. */
@@ -207,7 +215,12 @@ export class RenewalLoop {
     if (this.#stopped) return undefined;
     const delay = lifetimeMs * this.#options.renewAt;
     const now = this.#clock.now();
-    const at = Math.max(sentAt + delay - this.#random() * JITTER_FRACTION * delay, now + MIN_RENEW_DELAY_MS);
+    // Sets started together get their first tokens within seconds of each other, and 10 % of a
+    // short delay cannot pull their renewals apart for many rounds; drawn from the whole delay, the
+    // first renewal puts each set at its own place in the renewal period, once (one early call).
+    const fraction = this.#spreadNext ? 1 : JITTER_FRACTION;
+    this.#spreadNext = false;
+    const at = Math.max(sentAt + delay - this.#random() * fraction * delay, now + MIN_RENEW_DELAY_MS);
     this.#renewDueAt = at;
     this.#timer.arm(at, renew);
     return round((at - now) / 1000);
