@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { DEFAULT_MAX_CONCURRENT_GENTOKEN, GentokenSlots, type ReleaseSlot } from '../../src/token/pacing/gentoken-slots.js';
 import { TokenUnavailableError } from '../../src/shared/errors.js';
+import { ConfigSchema } from '../../src/config/schema.js';
 
 /** Lets queued promise callbacks run. */
 async function ticks(n = 5): Promise<void> {
@@ -12,6 +13,8 @@ describe('GentokenSlots', () => {
   it('defaults to 8 and refuses a limit that is not a positive integer', () => {
     assert.equal(new GentokenSlots().limit, DEFAULT_MAX_CONCURRENT_GENTOKEN);
     assert.equal(DEFAULT_MAX_CONCURRENT_GENTOKEN, 8);
+    // token.maxConcurrentGentoken's default is this one, justified where it is declared.
+    assert.equal(ConfigSchema.properties.token.properties.maxConcurrentGentoken.default, DEFAULT_MAX_CONCURRENT_GENTOKEN);
     for (const bad of [0, -1, 1.5, Number.NaN]) assert.throws(() => new GentokenSlots(bad), RangeError);
   });
 
