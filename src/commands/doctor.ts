@@ -21,6 +21,8 @@ import { tokenClientOptions, transportOptions } from '../service/service-part.js
 import { openUpstream, UpstreamOpenError, type Upstream } from '../upstream/open-upstream.js';
 import { createUndiciEngine } from '../upstream/undici-engine.js';
 import type { CommandIo } from './io.js';
+import { chooseCredentialSets, configForSet } from './credential-choice.js';
+import { credentialSets, type CredentialSet } from '../config/credential-sets.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `doctor`. */
@@ -41,6 +43,8 @@ export interface DoctorArgs {
    * keeps one token per ApiKey, that revokes the one the sidecar holds).
    */
   ownToken?: boolean;
+  /** Check this credential set only (its id); by default every set, each under its own heading. */
+  credential?: string;
   /** Waits between discovery requests; tests pass one that does not sleep. */
   sleep?: (ms: number) => Promise<void>;
 }
@@ -58,10 +62,15 @@ const PROBE_PATH = /^\/(?!\/)[\x21-\x7e]*$/;
  * token (a new one would revoke the sidecar's at a vendor that keeps one token per ApiKey): it
  * says so and probes through the sidecar's listener, which attaches the token it holds, unless
  * `ownToken` is set.
+ * With several credential sets, steps 2 to 5 run for each set (or the one `--credential` names)
+ * under its own heading: `credential set "<id>"` in the text, a field of `credentials` in --json
+ * (`{"steps": [config, listen], "credentials": {"<id>": [steps]}}`); one set prints as before.
  * Exit codes: 0 every step passed, or discovery's verdict is `configured` or `found`; 1 a step
- * failed (or discovery's verdict is any other); 2 invalid configuration or options.
+ * failed (or discovery's verdict is any other), for any set; 2 invalid configuration or options,
+ * or an unknown `--credential` id (the known ones listed). `preloaded`: a config already loaded and
+ * validated, used instead of loading `args.config` (tests).
  */
-export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<number> {
+export async function doctorCommand(args: DoctorArgs, io: CommandIo, preloaded?: Config): Promise<number> {
   if ((args.discoverAttach || args.try?.length) && args.probe === undefined) {
     io.stderr.write(`doctor: ${args.discoverAttach ? '--discover-attach' : '--try'} needs --probe PATH (a harmless GET the service knows)\n`);
     return EXIT_USAGE;
@@ -78,41 +87,71 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo): Promise<nu
   }
   const secrets = new SecretSet();
   const steps: DoctorStep[] = [];
+  /** Several sets: each one's steps 2 to 5 under its id; undefined for one set (the report as before). */
+  let perSet: Map<string, DoctorStep[]> | undefined;
   const finish = (code?: number): number => {
-    io.stdout.write(secrets.redact(args.json ? `${JSON.stringify(steps, null, 2)}\n` : formatSteps(steps)));
-    return code ?? exitCode(steps);
+    io.stdout.write(secrets.redact(args.json ? `${JSON.stringify(perSet ? { steps, credentials: Object.fromEntries(perSet) } : steps, null, 2)}\n` : formatReport(steps, perSet)));
+    return code ?? (perSet ? Math.max(exitCode(steps), ...[...perSet.values()].map(exitCode)) : exitCode(steps));
   };
 
-  const loaded = await loadEverything(args.config, io, secrets);
+  const loaded = await loadEverything(args.config, io, secrets, args.credential, preloaded);
+  if ('usage' in loaded) return loaded.usage;
   steps.push(loaded.step);
   if (!('config' in loaded)) return finish(loaded.code);
-  const { config, store } = loaded;
-  // The addresses run would bind; a conflict is reported and the diagnosis goes on (exit 1 at the end).
-  const admin = { key: 'admin' as const, host: config.admin.host, port: config.admin.port };
-  steps.push(await checkListenAddresses([{ key: 'listen', host: config.listen.host, port: config.listen.port }, admin], admin));
-  const running = await findRunningSidecar(config);
+  const { config, stores } = loaded;
   try {
-    await diagnose(config, store, { ...args, guesses: guesses as Attachment[] }, { steps, secrets, env: io.env, running });
+    // The addresses run would bind; a conflict is reported and the diagnosis goes on (exit 1 at the end).
+    const admin = { key: 'admin' as const, host: config.admin.host, port: config.admin.port };
+    steps.push(await checkListenAddresses([{ key: 'listen', host: config.listen.host, port: config.listen.port }, admin], admin));
+    const running = await findRunningSidecar(config);
+    const options = { ...args, guesses: guesses as Attachment[] };
+    if (credentialSets(config).length === 1) {
+      const [{ set, store }] = stores as [SetStore];
+      await diagnose(configForSet(config, set), store, options, { steps, secrets, env: io.env, running });
+      return finish();
+    }
+    perSet = new Map();
+    // One after another: each set's gentoken call and probes, as one operator would run them.
+    for (const { set, store } of stores) {
+      const own: DoctorStep[] = [];
+      perSet.set(set.id, own);
+      await diagnose(configForSet(config, set), store, options, { steps: own, secrets, env: io.env, running });
+    }
     return finish();
   } finally {
-    store.close();
+    for (const { store } of stores) store.close();
   }
 }
 
+/** A credential set and its credentials as `run` reads them. */
+interface SetStore { set: CredentialSet; store: CredentialStore }
+
+/** The report's text: the common steps, then each set's under its heading. */
+function formatReport(steps: readonly DoctorStep[], perSet: ReadonlyMap<string, readonly DoctorStep[]> | undefined): string {
+  if (!perSet) return formatSteps(steps);
+  return [formatSteps(steps), ...[...perSet].map(([id, own]) => `\ncredential set "${id}"\n${own.length ? formatSteps(own) : ''}`)].join('');
+}
+
 /**
- * Step 1: the configuration exactly as `check-config` loads it, then the credentials as `run`
- * reads them at start (a credential file `run` would refuse is a configuration error there too).
+ * Step 1: the configuration exactly as `check-config` loads it, then the credentials of each set
+ * checked (every set, or the one `credential` names) as `run` reads them at start (a credential
+ * file `run` would refuse is a configuration error there too). An unknown `credential` is a usage
+ * error, said on stderr.
  */
-async function loadEverything(path: string | undefined, io: CommandIo, secrets: SecretSet): Promise<{ step: DoctorStep; config: Config; store: CredentialStore } | { step: DoctorStep; code: number }> {
+async function loadEverything(path: string | undefined, io: CommandIo, secrets: SecretSet, credential: string | undefined, preloaded: Config | undefined): Promise<{ step: DoctorStep; config: Config; stores: SetStore[] } | { step: DoctorStep; code: number } | { usage: number }> {
   const source = path ? `config file ${path} and environment` : 'environment (no --config)';
+  const stores: SetStore[] = [];
   try {
-    const config = await loadConfig(path, io.env);
+    const config = preloaded ?? await loadConfig(path, io.env);
+    const sets = chooseCredentialSets('doctor', credentialSets(config), credential, io);
+    if (typeof sets === 'number') return { usage: sets };
     const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
-    const store = await createCredentialStore(config.credentials, { logger, secrets });
+    for (const set of sets) stores.push({ set, store: await createCredentialStore(configForSet(config, set).credentials, { logger, secrets }) });
     // Which source is used, where the environment or systemd replaced the file's choice.
     const replaced = envReplacements(config).map((r) => `; ${r}`).join('');
-    return { config, store, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable${replaced}` } };
+    return { config, stores, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable${replaced}` } };
   } catch (err) {
+    for (const { store } of stores) store.close();
     if (err instanceof ConfigError) {
       const step: DoctorStep = { step: 'config', ok: false, detail: `${source}: invalid configuration`, hint: 'fix every problem listed (check-config lists the same)', problems: err.problems };
       return { step, code: EXIT_USAGE };

@@ -1,3 +1,4 @@
+import type { Config } from '../config/schema.js';
 import { createCredentialStore } from '../token/credential-store.js';
 import { ConfigError, TokenUnauthorizedError } from '../shared/errors.js';
 import { createLogger } from '../observability/logger.js';
@@ -8,6 +9,8 @@ import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
 import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
 import type { CommandIo } from './io.js';
+import { chooseOneCredentialSet, configForSet } from './credential-choice.js';
+import { credentialSets } from '../config/credential-sets.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `token`. */
@@ -17,21 +20,28 @@ export interface TokenArgs {
   json?: boolean;
   /** Obtain a token even when a sidecar with this config runs (it may revoke the one it holds). */
   ownToken?: boolean;
+  /** The id of the credential set whose token to obtain; needed when the config has several. */
+  credential?: string;
 }
 
 /**
- * `token --config FILE [--json] [--own-token]`: obtains one token and prints it (`--json`: the
- * whole AuthResult). Printing the token is this command's purpose; it is never logged.
+ * `token --config FILE [--json] [--own-token] [--credential ID]`: obtains one token and prints it
+ * (`--json`: the whole AuthResult); with several credential sets, of the set `--credential` names. Printing the token is this command's purpose; it is never logged.
  * Beside a running sidecar with the same config (its admin address answers) it refuses unless
  * `--own-token` is given: at a vendor that keeps one token per ApiKey, a new token revokes the one
  * the sidecar holds, and the sidecar's token is not handed out (`token.file` is the way to share it).
  * Exit codes: 0 ok, 1 on a 401 (with the server's message), a running sidecar or any failure, 2
- * for invalid configuration (including credential files that are empty or unusable).
+ * for invalid configuration (including credential files that are empty or unusable), an unknown
+ * `--credential` id, or none with several sets. `preloaded`: a config already loaded and
+ * validated, used instead of loading `args.config` (tests).
  */
-export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<number> {
-  const config = await loadConfigOrExit(args.config, io);
+export async function tokenCommand(args: TokenArgs, io: CommandIo, preloaded?: Config): Promise<number> {
+  const config = preloaded ?? await loadConfigOrExit(args.config, io);
   for (const warning of startupWarnings(io.env)) io.stderr.write(`warning: ${warning}\n`);
   if (typeof config === 'number') return config;
+  const chosen = chooseOneCredentialSet('token', credentialSets(config), args.credential, io);
+  if (typeof chosen === 'number') return chosen;
+  const set = configForSet(config, chosen);
   const running = args.ownToken ? undefined : await findRunningSidecar(config);
   if (running) {
     const state = running.ready ? 'holds a valid token' : `holds no valid token (${running.reason ?? 'not ready'})`;
@@ -41,7 +51,7 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
   }
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
-  const store = await createCredentialStore(config.credentials, { logger, secrets }).catch((err: Error) => err);
+  const store = await createCredentialStore(set.credentials, { logger, secrets }).catch((err: Error) => err);
   if (store instanceof ConfigError) return reportConfigFailure(store, io);
   if (store instanceof Error) {
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
@@ -50,8 +60,8 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
   let upstream: Upstream;
   let client: TokenClient;
   try {
-    upstream = await openUpstream('service', config.service, { env: io.env, secrets });
-    client = tokenClientOn(config, upstream);
+    upstream = await openUpstream('service', set.service, { env: io.env, secrets });
+    client = tokenClientOn(set, upstream);
   } catch (err) {
     // A CA file, proxy or client certificate run would refuse too (check-config names the key).
     store.close();

@@ -10,6 +10,8 @@ export interface WaitArgs {
   admin?: string;
   /** `30s`, `500ms`, `2m` or plain seconds; default 30 s. */
   timeout?: string;
+  /** Wait for this credential set alone (`/readyz?credential=<id>`), not for every set. */
+  credential?: string;
   /** Between two asks of /readyz; tests shorten it. */
   intervalMs?: number;
 }
@@ -24,9 +26,11 @@ const ASK_TIMEOUT_MS = 2_000;
  * `wait [--timeout 30s] [--admin URL] [--config FILE]`: blocks until the sidecar's `/readyz`
  * answers 200, for a script, a Kubernetes `postStart` hook or systemd's `ExecStartPost=` that must
  * not start the app before the sidecar holds a token (modelled on cloud-sql-proxy's `wait`).
+ * `--credential <id>` waits for that credential set alone (`/readyz?credential=<id>`: the other
+ * sets may still be without a token).
  * Exit codes: 0 ready (the sidecar's own 200, `{"status":"ready"}`); 1 not ready within the
  * timeout (the last readiness message on stderr, an answer that is not the sidecar's named as such);
- * 2 a bad option or configuration.
+ * 2 a bad option or configuration, or a credential set the sidecar does not have (its 404).
  */
 export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number> {
   const timeoutMs = parseDuration(args.timeout ?? '30s');
@@ -37,6 +41,7 @@ export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number
   const base = await adminTarget('wait', args, io);
   if (typeof base === 'number') return base;
   const url = new URL('/readyz', base);
+  if (args.credential !== undefined) url.searchParams.set('credential', args.credential);
   // An overall deadline: every ask is cut at it, so an answer dripping a byte at a time or a body
   // without end cannot hold `wait` past --timeout.
   const deadline = Date.now() + timeoutMs;
@@ -47,6 +52,11 @@ export async function waitCommand(args: WaitArgs, io: CommandIo): Promise<number
     if (answer.status === 200 && !answer.failure && isSidecarAnswer('/readyz', answer)) {
       io.stdout.write(`ready: ${url.href} answered 200\n`);
       return EXIT_OK;
+    }
+    // The sidecar has no such set (404), or the id cannot be one (400): no wait can change that.
+    if (args.credential !== undefined && (answer.status === 404 || answer.status === 400) && typeof answer.body?.message === 'string') {
+      io.stderr.write(`wait: no credential set ${JSON.stringify(args.credential)} at ${base.href}: ${answer.body.message}\n`);
+      return EXIT_USAGE;
     }
     // An ask the deadline cut short says less than the answer before it.
     if (answer.failure === 'timeout' && budget < ASK_TIMEOUT_MS && last !== NO_ANSWER) break;

@@ -128,6 +128,7 @@ export const ConfigSchema = Type.Object(
         maxGentokenPerMinute: Type.Integer({ minimum: 1, maximum: 600, default: 12, description: 'Hard ceiling on the gentoken calls answers and retries ask for (start, retry, service 401, rotation) in any 60 seconds; scheduled renewals are never held back. A 401 over it waits for the scheduled renewal when that is due within 2 s, else it is passed back; another call waits. Normal use is about 1 per 10 minutes.' }),
         maxRetryAfterSeconds: Type.Integer({ minimum: 1, maximum: 3600, default: 600, description: 'Longest Retry-After (of a gentoken 429 or 503) honoured, in seconds; no gentoken call is made before it ends.' }),
         startJitterSeconds: Type.Number({ minimum: 0, maximum: 300, default: 0, description: 'Random delay of up to this many seconds before the first gentoken call, so a fleet started at once does not call in lock-step; 0 = off.' }),
+        maxConcurrentGentoken: Type.Integer({ minimum: 1, maximum: 64, default: 8, description: 'Most gentoken calls on the wire at once across all credential sets; the others wait their turn, first come first served (not counted against service.tokenTimeoutMs). 8 fetches 1,000 sets\' first tokens in about 2.5 s at 20 ms a call.' }),
         attach: Type.Array(AttachmentSchema, { default: DEFAULT_ATTACH, description: 'How credentials are attached to every proxied request, in order; a client-sent value of the same name is removed first.' }),
       },
       { additionalProperties: false, default: {} },

@@ -85,6 +85,7 @@ program.command('token').description('obtain one token and print it')
   .addOption(configOption())
   .option('--json', 'print the whole AuthResult')
   .option('--own-token', 'obtain a token even when a sidecar with this config runs (at a vendor that keeps one token per ApiKey it revokes the sidecar\'s)')
+  .option('--credential <id>', 'the credential set whose token to obtain (credentials[].id; needed when the config has several)')
   .action((o: import('../commands/token.js').TokenArgs) => { result = commands.token().then((f) => f(o, io)); });
 program.command('check-config').description('validate the configuration and print it with secrets redacted')
   .addOption(configOption())
@@ -97,6 +98,7 @@ program.command('doctor').description('diagnose the set-up step by step: config,
   .option('--try <KIND:NAME:VALUE>', 'test one guess on the probe path without editing the config, e.g. header:X-Access-Token:{token} (repeatable; also query: and cookie:)', collect)
   .option('--discovery-rate <n>', 'discovery requests per second (default 4)', positiveNumber)
   .option('--own-token', 'obtain a token of doctor\'s own even when a sidecar with this config runs (by default doctor probes through it; at a vendor that keeps one token per ApiKey a new token revokes the sidecar\'s)')
+  .option('--credential <id>', 'check this credential set only (credentials[].id); by default every set, each under its own heading')
   .action((o: import('../commands/doctor.js').DoctorArgs) => { result = commands.doctor().then((f) => f(o, io)); });
 program.command('translation').description('show one translation of the localization server')
   .argument('<project/component/language>', 'translation to look up, e.g. demo/web/en')
@@ -112,6 +114,7 @@ program.command('wait').description('exit 0 once /readyz answers 200 (the sideca
   .addOption(adminConfigOption())
   .option('--timeout <duration>', 'how long to wait: 30s, 500ms, 2m', '30s')
   .addOption(adminOption())
+  .option('--credential <id>', 'wait for this credential set alone (/readyz?credential=<id>), not for every set')
   .action((o: import('../commands/wait.js').WaitArgs) => { result = commands.wait().then((f) => f(o, io)); });
 program.command('status').description('print the running sidecar\'s status (token, last refresh error, warnings, listeners, build); exit 0 ready, 1 not ready, 3 cannot reach it')
   .addOption(adminConfigOption())

@@ -20,6 +20,7 @@ import { SUPERSEDED_WINDOW_MS } from './answers/answer-rules.js';
 import { UnauthorizedFlow } from './answers/unauthorized-flow.js';
 import { requestKeyFunction } from './answers/request-key.js';
 import { TokenSource, type RetryAnswer } from './token-source.js';
+import type { GentokenSlots } from './pacing/gentoken-slots.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -40,6 +41,12 @@ export interface TokenManagerOptions {
   maxRetryAfterSeconds?: number;
   /** `token.startJitterSeconds`: random delay up to this before the first gentoken call; default 0 (off). */
   startJitterSeconds?: number;
+  /**
+   * Draw the first renewal from the token's whole renewal delay instead of its last 10 %: for one of
+   * several credential sets started together (renewal-loop.ts), so their renewals do not fall in
+   * the same seconds; default false (one set renews exactly as documented).
+   */
+  spreadFirstRenewal?: boolean;
   /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
   attachQueryNames?: readonly string[];
 }
@@ -62,6 +69,11 @@ export interface TokenManagerDeps {
   onSuperseded?: () => void;
   /** The config file the process runs with, for the doctor command a hint prints. */
   configPath?: string;
+  /**
+   * Shared by the managers of every credential set (`token.maxConcurrentGentoken`): their gentoken
+   * calls go a few at a time (gentoken-slots.ts). Omitted: this manager's calls never wait for one.
+   */
+  slots?: GentokenSlots;
   options: TokenManagerOptions;
 }
 
@@ -111,6 +123,7 @@ export class TokenManager implements TokenView {
         ...(deps.options.maxGentokenPerMinute !== undefined ? { maxGentokenPerMinute: deps.options.maxGentokenPerMinute } : {}),
         maxRetryAfterSeconds: deps.options.maxRetryAfterSeconds ?? DEFAULT_MAX_RETRY_AFTER_SECONDS,
         ...(deps.options.startJitterSeconds !== undefined ? { startJitterSeconds: deps.options.startJitterSeconds } : {}),
+        ...(deps.options.spreadFirstRenewal ? { spreadFirstRenewal: true } : {}),
       },
     });
     this.#source = new TokenSource({
@@ -123,6 +136,7 @@ export class TokenManager implements TokenView {
       },
       ...(deps.onRefresh ? { onRefresh: deps.onRefresh } : {}),
       ...(deps.onFailure ? { onFailure: deps.onFailure } : {}),
+      ...(deps.slots ? { slots: deps.slots } : {}),
     });
     this.#flow = new UnauthorizedFlow({
       clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#source, tokenTimeoutMs: deps.options.tokenTimeoutMs,

@@ -8,6 +8,7 @@ import type { CredentialStore } from './credential-store.js';
 import { causeOf, failureReason } from './answers/failure-reasons.js';
 import { retriedSlowly, type PacedTrigger } from './pacing/gentoken-pacer.js';
 import type { RenewalLoop } from './pacing/renewal-loop.js';
+import type { GentokenSlots, ReleaseSlot } from './pacing/gentoken-slots.js';
 import { parseRetryAfter } from './pacing/retry-after.js';
 import type { AnswerCall, InFlight, TokenAcquisition } from './token-acquisition.js';
 import type { AuthResult, Credentials, TokenClient } from './token-client.js';
@@ -32,6 +33,8 @@ export interface TokenSourceDeps {
   onRefresh?: (result: RefreshResult, seconds: number) => void;
   /** Called once per failed gentoken attempt with its cause. */
   onFailure?: (cause: GentokenCause) => void;
+  /** The gentoken calls of several credential sets, a few at a time (gentoken-slots.ts); none: no limit, no wait. */
+  slots?: GentokenSlots;
 }
 
 /** What `retryNow()` did, for the SIGHUP log line. */
@@ -57,11 +60,14 @@ export class TokenSource implements TokenAcquisition {
   readonly #onObtained: TokenSourceDeps['onObtained'];
   readonly #onRefresh: TokenSourceDeps['onRefresh'];
   readonly #onFailure: TokenSourceDeps['onFailure'];
+  readonly #slots: GentokenSlots | undefined;
   #inflight: Promise<TokenSnapshot> | undefined;
   /** The last attempt failed in a way retried on the lockout-safe schedule (a refusal, a configuration failure). */
   #lastFailureSlow = false;
   /** Monotonic ms the last gentoken request went out; undefined before the first. */
   #lastSentAt: number | undefined;
+  /** Monotonic ms the attempt in flight went on the wire after waiting for a slot; undefined otherwise. */
+  #sentAfterSlotAt: number | undefined;
 
   constructor(deps: TokenSourceDeps) {
     this.#client = deps.client;
@@ -76,6 +82,7 @@ export class TokenSource implements TokenAcquisition {
     this.#onObtained = deps.onObtained;
     this.#onRefresh = deps.onRefresh;
     this.#onFailure = deps.onFailure;
+    this.#slots = deps.slots;
   }
 
   /** The first attempt, at once or after the loop's start spread. */
@@ -113,7 +120,15 @@ export class TokenSource implements TokenAcquisition {
    */
   bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot> {
     return new Promise((resolve, reject) => {
-      const timer = this.#clock.setTimeout(() => reject(new TokenUnavailableError('timed out waiting for a token')), this.#tokenTimeoutMs);
+      const timedOut = () => reject(new TokenUnavailableError('timed out waiting for a token'));
+      // An attempt that waited for a slot (other sets' calls) gets its own full deadline once it
+      // is sent: the wait for the slot is not the service's slowness (at most tokenTimeoutMs more).
+      let timer = this.#clock.setTimeout(() => {
+        const sent = this.#sentAfterSlotAt;
+        const end = sent === undefined ? 0 : sent + this.#tokenTimeoutMs;
+        if (end > this.#clock.now()) timer = this.#clock.setTimeout(timedOut, end - this.#clock.now());
+        else timedOut();
+      }, this.#tokenTimeoutMs);
       p.then(
         () => {
           this.#clock.clearTimeout(timer);
@@ -167,22 +182,41 @@ export class TokenSource implements TokenAcquisition {
       this.#inflight = undefined;
       throw err;
     }
+    // Only the call itself holds a slot: Retry-After and the budget above have had their say, and
+    // its latency, deadline and liveness count from when it is sent, not from the wait.
+    let release: ReleaseSlot | undefined;
+    let waited = false;
+    if (this.#slots) {
+      try {
+        const slot = this.#loop.slot(this.#slots);
+        waited = typeof slot !== 'function';
+        release = typeof slot === 'function' ? slot : await slot;
+      } catch (err) {
+        this.#inflight = undefined;
+        throw err;
+      }
+    }
     const creds = this.#credentials.current();
     const sentAt = this.#clock.now();
     const sentAtWall = this.#clock.wallNow();
     this.#loop.requestSentAt = sentAt;
     this.#lastSentAt = sentAt;
+    this.#sentAfterSlotAt = waited ? sentAt : undefined;
     let result: AuthResult;
     try {
       result = await Promise.resolve().then(() => this.#client.requestToken(creds));
     } catch (err) {
+      release?.();
       this.#inflight = undefined;
+      this.#sentAfterSlotAt = undefined;
       this.#loop.requestSentAt = undefined;
       this.#failed(err, trigger, this.#clock.now() - sentAt);
       throw new TokenUnavailableError(this.reason());
     }
+    release?.();
     this.#secrets.addToken(result.token); // before anything could log it
     this.#inflight = undefined;
+    this.#sentAfterSlotAt = undefined;
     this.#loop.requestSentAt = undefined;
     return this.#obtained(result, creds, sentAt, sentAtWall, trigger);
   }

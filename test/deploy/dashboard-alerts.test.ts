@@ -156,6 +156,22 @@ describe('dashboard and alert rules', () => {
     }
   });
 
+  it('keeps the credential label through every join and aggregation of an alert on per-token series (docs/traps.md T92)', () => {
+    // Per token (per credential set): the token's gauges and counters, its 401s and its attach state.
+    const perToken = /\bb2b_sidecar_(token_\w+|gentoken_\w+|upstream_unauthorized_total|attach_suspect)\b/;
+    // B2BSidecarDown is about the scrape target, whatever sets it serves.
+    const checked = rules.filter((r) => perToken.test(r.expr) && r.alert !== 'B2BSidecarDown');
+    assert.ok(checked.length >= 8, 'the per-token alerts are found');
+    for (const rule of checked) {
+      for (const [, kind, labels] of rule.expr.matchAll(/\b(by|on|without|ignoring)\s*\(([^)]*)\)/g)) {
+        const names = labels!.split(',').map((l) => l.trim());
+        if (kind === 'without' || kind === 'ignoring') assert.ok(!names.includes('credential'), `${rule.alert}: ${kind} (${labels}) drops credential`);
+        else assert.ok(names.includes('credential'), `${rule.alert}: ${kind} (${labels}) must list credential`);
+      }
+      assert.match(rule.annotations?.summary ?? '', /\$labels\.credential/, `${rule.alert}'s summary names the set`);
+    }
+  });
+
   it('selects no scrape job by name, so the alerts work under any job (kubernetes-pods, ServiceMonitor jobs)', () => {
     for (const rule of allRules) assert.doesNotMatch(rule.expr, /\bjob\s*=~?\s*"/, rule.alert ?? rule.record);
   });
@@ -165,6 +181,22 @@ describe('dashboard and alert rules', () => {
     const group = groups.find((g) => g.rules.some((r) => r.alert === 'B2BSidecarDown'))!;
     const names = group.rules.map((r) => r.alert ?? r.record);
     assert.ok(names.indexOf('b2b_sidecar:scrape_target') >= 0 && names.indexOf('b2b_sidecar:scrape_target') < names.indexOf('B2BSidecarDown'));
+  });
+
+  it('has a credential variable (several, All included) and filters every per-token panel by it', () => {
+    const variable = dashboard.templating.list.find((v) => (v as { name?: string }).name === 'credential') as
+      { type: string; multi?: boolean; includeAll?: boolean; allValue?: string; query: { query: string } } | undefined;
+    assert.ok(variable, 'a credential variable');
+    assert.equal(variable.type, 'query');
+    assert.equal(variable.multi, true);
+    assert.equal(variable.includeAll, true);
+    // ".*" also matches a series without the label: a sidecar with one set that does not export it.
+    assert.equal(variable.allValue, '.*');
+    assert.match(variable.query.query, /label_values\(.*, credential\)/);
+    const perToken = /\bb2b_sidecar_(token_\w+|gentoken_\w+|upstream_unauthorized_total|attach_suspect)/;
+    const exprs = dashboard.panels.flatMap((p) => [p, ...(p.panels ?? [])]).flatMap((p) => p.targets ?? []).map((t) => t.expr).filter((e) => perToken.test(e));
+    assert.ok(exprs.length >= 6);
+    for (const expr of exprs) assert.match(expr, /credential=~"\$credential"/, expr);
   });
 
   it('gives every dashboard panel a query and a unique id', () => {

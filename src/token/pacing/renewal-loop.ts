@@ -4,6 +4,7 @@ import { TokenUnavailableError } from '../../shared/errors.js';
 import type { GentokenCause, GentokenTrigger } from '../../observability/metrics.js';
 import { GentokenPacer, type PacedTrigger } from './gentoken-pacer.js';
 import { LoopTimer } from './loop-timer.js';
+import type { GentokenSlots, ReleaseSlot } from './gentoken-slots.js';
 
 /** Renewal moves earlier by up to 10 % of its delay so a fleet does not renew in lock-step. */
 const JITTER_FRACTION = 0.1;
@@ -23,6 +24,11 @@ export interface RenewalLoopOptions {
   maxGentokenPerMinute?: number;
   maxRetryAfterSeconds: number;
   startJitterSeconds?: number;
+  /**
+   * The first token's renewal is drawn from its whole delay, not only its last 10 % (one of many
+   * credential sets: docs/design.md, "Many credential sets: gentoken slots and the renewal spread"). Off: every renewal as documented.
+   */
+  spreadFirstRenewal?: boolean;
 }
 
 export interface RenewalLoopDeps {
@@ -62,7 +68,13 @@ export class RenewalLoop {
   #requestSentAt: number | undefined;
   /** The lifetime note (renewals the budget does not hold back) is logged once. */
   #lifetimeNoted = false;
+  /** The next renewal is the first of a set whose first renewal is spread (spreadFirstRenewal). */
+  #spreadNext: boolean;
   #stopped = false;
+  /** Aborted by stop(): wakes an attempt waiting for a gentoken slot (gentoken-slots.ts). */
+  readonly #stopSignal = new AbortController();
+  /** True while the attempt waits for a slot shared with other credential sets. */
+  #awaitingSlot = false;
 
   constructor(deps: RenewalLoopDeps) {
     this.#clock = deps.clock;
@@ -76,6 +88,7 @@ export class RenewalLoop {
       random: deps.random,
     });
     this.#timer = new LoopTimer(deps.clock);
+    this.#spreadNext = deps.options.spreadFirstRenewal === true;
   }
 
   /** The first attempt: at once, or after a random spread of up to `startJitterSeconds`. */
@@ -91,6 +104,27 @@ export class RenewalLoop {
     this.#stopped = true;
     this.#timer.cancel();
     this.#releaseGate?.(new TokenUnavailableError('the token manager was stopped'));
+    if (!this.#stopSignal.signal.aborted) this.#stopSignal.abort(new TokenUnavailableError('the token manager was stopped'));
+  }
+
+  /**
+   * After the gate: a slot among the gentoken calls of every credential set sharing `slots`. A
+   * free slot is taken synchronously (one set alone never waits); otherwise the attempt waits its
+   * turn, which liveness counts as an attempt under way, not as a stuck loop, and stop() ends.
+   */
+  slot(slots: GentokenSlots): ReleaseSlot | Promise<ReleaseSlot> {
+    if (this.#stopped) throw new TokenUnavailableError('the token manager was stopped');
+    const free = slots.tryEnter();
+    if (free) return free;
+    this.#awaitingSlot = true;
+    return slots.enter(this.#stopSignal.signal).finally(() => {
+      this.#awaitingSlot = false;
+    });
+  }
+
+  /** True while the attempt waits for a gentoken slot shared with other credential sets. */
+  get awaitingSlot(): boolean {
+    return this.#awaitingSlot;
   }
 
   /** An attempt begins: whatever was scheduled is replaced by it. */
@@ -181,7 +215,12 @@ export class RenewalLoop {
     if (this.#stopped) return undefined;
     const delay = lifetimeMs * this.#options.renewAt;
     const now = this.#clock.now();
-    const at = Math.max(sentAt + delay - this.#random() * JITTER_FRACTION * delay, now + MIN_RENEW_DELAY_MS);
+    // Sets started together get their first tokens within seconds of each other, and 10 % of a
+    // short delay cannot pull their renewals apart for many rounds; drawn from the whole delay, the
+    // first renewal puts each set at its own place in the renewal period, once (one early call).
+    const fraction = this.#spreadNext ? 1 : JITTER_FRACTION;
+    this.#spreadNext = false;
+    const at = Math.max(sentAt + delay - this.#random() * fraction * delay, now + MIN_RENEW_DELAY_MS);
     this.#renewDueAt = at;
     this.#timer.arm(at, renew);
     return round((at - now) / 1000);
@@ -219,6 +258,8 @@ export class RenewalLoop {
    * scheduled further ahead than any setting allows.
    */
   liveness(): { live: boolean; reason?: string } {
+    // Waiting behind other sets' calls, each bounded by its own deadline (and judged by its own loop).
+    if (this.#awaitingSlot) return LIVE;
     const now = this.#clock.now();
     if (this.#requestSentAt !== undefined) {
       const late = now - this.#requestSentAt - this.#options.tokenTimeoutMs;
@@ -240,7 +281,7 @@ export class RenewalLoop {
   /** Wall-clock ms of the next attempt (now while one is on the wire); undefined when none is scheduled. */
   nextAttemptWall(): number | undefined {
     const wall = this.#clock.wallNow();
-    if (this.#requestSentAt !== undefined) return wall;
+    if (this.#requestSentAt !== undefined || this.#awaitingSlot) return wall;
     const dueAt = this.#timer.dueAt;
     return dueAt === undefined ? undefined : wall + Math.max(0, dueAt - this.#clock.now());
   }
