@@ -20,7 +20,7 @@ export async function handleGentoken(req: IncomingMessage, res: ServerResponse, 
   const read = await readSmallBody(req, MAX_BODY_BYTES);
   if (!read.ok && read.reason === 'aborted') return;
   const bodyText = read.ok ? read.body.toString('utf8') : '';
-  ctx.stats.lastTokenRequest = { method: req.method ?? '', headers: { ...req.headers }, body: bodyText };
+  ctx.stats.lastTokenRequest = { method: req.method ?? '', headers: { ...req.headers }, body: bodyText, ...(req.socket.remotePort ? { remotePort: req.socket.remotePort } : {}) };
 
   if (!(await waitUnlessClosed(ctx.faults.latency('token'), res))) return;
   const fault = ctx.faults.takeTokenFault();

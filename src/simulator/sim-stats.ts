@@ -6,6 +6,8 @@ export interface CapturedTokenRequest {
   headers: IncomingHttpHeaders;
   /** The raw body as text (UTF-8). */
   body: string;
+  /** The client's port: which process asked (a benchmark finds the pid of a fleet's minter from it). */
+  remotePort?: number;
 }
 
 /**
