@@ -44,6 +44,29 @@ export interface TokenStatus {
   superseded?: { lastAt: string; inWindow: number; windowMinutes: number; total: number; likelyAnotherHolder: boolean };
   /** Conditions an operator should see that do not make the sidecar unready. */
   warnings: string[];
+  /** The fleet store the token is shared through (`fleet.store`); absent with `none`. */
+  fleet?: FleetStatus;
+}
+
+/** The token's fleet store (docs/fleet.md): no secret, the token named by the record's version only. */
+export interface FleetStatus {
+  store: 'sqlite' | 'redis' | 'kubernetes';
+  /** The credential set's id (the metrics' `credential` label). */
+  credential: string;
+  /** `unknown` until the first operation answers. */
+  state: 'up' | 'down' | 'unknown';
+  /** When the state last changed (ISO). */
+  since: string;
+  /** Where the token in use came from: the store (`shared`), this process alone while the store was down (`local`), none yet. */
+  source: 'shared' | 'local' | 'none';
+  onStoreDown: 'local' | 'wait';
+  /** The record of the token in use: its version, who minted it and when, its age in seconds. */
+  version?: number;
+  mintedBy?: string;
+  mintedAt?: string;
+  ageSeconds?: number;
+  /** The store's last failure, its secret-free words. */
+  lastError?: { operation: string; message: string; at: string };
 }
 
 export interface SidecarStatus {

@@ -16,10 +16,13 @@ import type { SecretSet } from '../shared/secrets.js';
 import type { TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
+import type { PacedTrigger } from './pacing/gentoken-pacer.js';
 import { SUPERSEDED_WINDOW_MS } from './answers/answer-rules.js';
 import { UnauthorizedFlow } from './answers/unauthorized-flow.js';
 import { requestKeyFunction } from './answers/request-key.js';
 import { TokenSource, type RetryAnswer } from './token-source.js';
+import { FleetSource, type FleetOptions } from './fleet-source.js';
+import type { TokenAcquisition } from './token-acquisition.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -42,6 +45,8 @@ export interface TokenManagerOptions {
   startJitterSeconds?: number;
   /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
   attachQueryNames?: readonly string[];
+  /** The credential set's id: the `credential` label of its metrics (default `default`). */
+  credentialId?: string;
 }
 
 export interface TokenManagerDeps {
@@ -62,6 +67,11 @@ export interface TokenManagerDeps {
   onSuperseded?: () => void;
   /** The config file the process runs with, for the doctor command a hint prints. */
   configPath?: string;
+  /**
+   * A store several sidecars on one ApiKey share the token through (`fleet.store`, docs/fleet.md):
+   * the fleet source (fleet-source.ts) is built around the local one. Absent: today's local source alone.
+   */
+  fleet?: FleetOptions;
   options: TokenManagerOptions;
 }
 
@@ -88,6 +98,9 @@ export class TokenManager implements TokenView {
   readonly #file: TokenFileWriter | undefined;
   /** The one owner of gentoken calls: single flight, gate, outcome (token-source.ts). */
   readonly #source: TokenSource;
+  /** The fleet source around it when a store is shared (fleet-source.ts); everyone asks `#acquisition`. */
+  readonly #fleet: FleetSource | undefined;
+  readonly #acquisition: TokenAcquisition;
   /** The service's answers: the rules' verdicts acted on, a 401 renewed and replayed (unauthorized-flow.ts). */
   readonly #flow: UnauthorizedFlow;
   /** The renewal loop: timers, backoff, budget, liveness (renewal-loop.ts). */
@@ -113,7 +126,9 @@ export class TokenManager implements TokenView {
         ...(deps.options.startJitterSeconds !== undefined ? { startJitterSeconds: deps.options.startJitterSeconds } : {}),
       },
     });
+    const fleetOptions = deps.fleet;
     this.#source = new TokenSource({
+      ...(fleetOptions ? { kick: (trigger: PacedTrigger) => void this.#acquisition.acquire(trigger).catch(() => undefined) } : {}),
       client: deps.client, credentials: deps.credentials, clock: deps.clock, logger: deps.logger, secrets: deps.secrets,
       state: this.#state, loop: this.#loop,
       maxLifetimeSeconds: deps.options.maxLifetimeSeconds, tokenTimeoutMs: deps.options.tokenTimeoutMs,
@@ -124,8 +139,18 @@ export class TokenManager implements TokenView {
       ...(deps.onRefresh ? { onRefresh: deps.onRefresh } : {}),
       ...(deps.onFailure ? { onFailure: deps.onFailure } : {}),
     });
+    this.#fleet = fleetOptions ? new FleetSource({
+      local: this.#source, state: this.#state, loop: this.#loop, clock: deps.clock, logger: deps.logger, secrets: deps.secrets,
+      credentials: deps.credentials, maxLifetimeSeconds: deps.options.maxLifetimeSeconds, renewAt: deps.options.renewAt, random: clamped,
+      onAdopted: (token, trigger, at) => {
+        this.#flow.obtained(token, trigger, at);
+        if (!this.#stopped) void this.#file?.write(token.value);
+      },
+      options: { credentialId: deps.options.credentialId, ...fleetOptions },
+    }) : undefined;
+    this.#acquisition = this.#fleet ?? this.#source;
     this.#flow = new UnauthorizedFlow({
-      clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#source, tokenTimeoutMs: deps.options.tokenTimeoutMs,
+      clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#acquisition, tokenTimeoutMs: deps.options.tokenTimeoutMs,
       ...(deps.configPath !== undefined ? { configPath: deps.configPath } : {}),
       ...(deps.onSuperseded ? { onSuperseded: deps.onSuperseded } : {}),
       keyOf: requestKeyFunction(new Set(deps.options.attachQueryNames ?? [])),
@@ -136,7 +161,7 @@ export class TokenManager implements TokenView {
   start(): void {
     if (this.#started || this.#stopped) return;
     this.#started = true;
-    this.#source.start();
+    (this.#fleet ?? this.#source).start();
   }
 
   /**
@@ -148,6 +173,7 @@ export class TokenManager implements TokenView {
     this.#stopped = true;
     this.#loop.stop();
     this.#flow.stop();
+    await this.#fleet?.stop();
     await (first ? this.#file?.remove() : this.#file?.flush());
   }
 
@@ -161,9 +187,9 @@ export class TokenManager implements TokenView {
     const token = this.current();
     if (token) return token;
     // An attempt held back by the budget or a Retry-After may wait far longer than a request should.
-    const inflight = this.#source.inflight();
-    if (inflight && !inflight.held) return this.#source.bounded(inflight.attempt);
-    return Promise.reject(new TokenUnavailableError(this.#source.reason()));
+    const inflight = this.#acquisition.inflight();
+    if (inflight && !inflight.held) return this.#acquisition.bounded(inflight.attempt);
+    return Promise.reject(new TokenUnavailableError(this.#reason()));
   }
 
   /**
@@ -204,9 +230,9 @@ export class TokenManager implements TokenView {
   async rotate(): Promise<void> {
     if (!this.#started || this.#stopped) return;
     // A request in flight carries the old credentials; the new ones need a request of their own.
-    await this.#source.inflight()?.attempt.catch(() => undefined);
+    await this.#acquisition.inflight()?.attempt.catch(() => undefined);
     if (this.#stopped) return;
-    await this.#source.acquire('rotation').catch(() => {
+    await this.#acquisition.acquire('rotation').catch(() => {
       if (this.#state.failure?.cause !== 'unauthorized') return;
       const kept = this.current();
       if (!kept) {
@@ -236,7 +262,12 @@ export class TokenManager implements TokenView {
 
   /** Readiness: ready while current() returns a token, else the reason clients are told. */
   status(): { ready: boolean; reason?: string } {
-    return this.current() ? READY : { ready: false, reason: this.#source.reason() };
+    return this.current() ? READY : { ready: false, reason: this.#reason() };
+  }
+
+  /** Why no token is usable: the fleet store when it is the reason (onStoreDown: wait), else the token source's words. */
+  #reason(): string {
+    return this.#fleet?.reason() ?? this.#source.reason();
   }
 
   /**
@@ -258,7 +289,7 @@ export class TokenManager implements TokenView {
       liveness: this.liveness(),
       token: this.#state.token,
       failure,
-      failureMessage: failure ? this.#source.reason() : undefined,
+      failureMessage: failure ? this.#reason() : undefined,
       superseded: this.#state.superseded,
       supersededWindowMs: SUPERSEDED_WINDOW_MS,
       suspect: this.#flow.suspect(),
@@ -266,6 +297,7 @@ export class TokenManager implements TokenView {
       nextAttemptWall: this.#loop.nextAttemptWall(),
       now: this.#clock.now(),
       wallNow: this.#clock.wallNow(),
+      ...(this.#fleet ? { fleet: this.#fleet.status() } : {}),
     });
   }
 }

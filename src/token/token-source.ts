@@ -32,6 +32,12 @@ export interface TokenSourceDeps {
   onRefresh?: (result: RefreshResult, seconds: number) => void;
   /** Called once per failed gentoken attempt with its cause. */
   onFailure?: (cause: GentokenCause) => void;
+  /**
+   * Where the loop's timers (start, renewal, retry) send their attempt: this source's own
+   * `acquire` by default; the fleet source's when one wraps this (token/fleet-source.ts), so a
+   * renewal reads the shared store before any gentoken call.
+   */
+  kick?: (trigger: PacedTrigger) => void;
 }
 
 /** What `retryNow()` did, for the SIGHUP log line. */
@@ -57,6 +63,7 @@ export class TokenSource implements TokenAcquisition {
   readonly #onObtained: TokenSourceDeps['onObtained'];
   readonly #onRefresh: TokenSourceDeps['onRefresh'];
   readonly #onFailure: TokenSourceDeps['onFailure'];
+  readonly #kickTo: TokenSourceDeps['kick'];
   #inflight: Promise<TokenSnapshot> | undefined;
   /** The last attempt failed in a way retried on the lockout-safe schedule (a refusal, a configuration failure). */
   #lastFailureSlow = false;
@@ -76,6 +83,7 @@ export class TokenSource implements TokenAcquisition {
     this.#onObtained = deps.onObtained;
     this.#onRefresh = deps.onRefresh;
     this.#onFailure = deps.onFailure;
+    this.#kickTo = deps.kick;
   }
 
   /** The first attempt, at once or after the loop's start spread. */
@@ -155,7 +163,8 @@ export class TokenSource implements TokenAcquisition {
   }
 
   #kick(trigger: PacedTrigger): void {
-    void this.acquire(trigger).catch(() => undefined);
+    if (this.#kickTo) this.#kickTo(trigger);
+    else void this.acquire(trigger).catch(() => undefined);
   }
 
   async #attempt(trigger: PacedTrigger): Promise<TokenSnapshot> {
