@@ -5,7 +5,7 @@
  * `BEGIN IMMEDIATE` transaction (the write lock taken up front, so two processes never both read
  * a version and both write on it); `busy_timeout` waits a little for another process's
  * transaction instead of failing. The API is synchronous: each transaction is a few row reads and
- * one write, microseconds, and busy_timeout bounds the worst wait (docs/traps.md T84).
+ * one write, microseconds, and busy_timeout bounds the worst wait (docs/traps.md, "T84. A synchronous store blocks the event loop").
  */
 import { closeSync, openSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';

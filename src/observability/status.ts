@@ -65,6 +65,7 @@ export interface FleetStatus {
   mintedBy?: string;
   mintedAt?: string;
   ageSeconds?: number;
+  lifetimeSeconds?: number;
   /** The store's last failure, its secret-free words. */
   lastError?: { operation: string; message: string; at: string };
 }

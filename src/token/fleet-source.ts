@@ -184,6 +184,7 @@ export class FleetSource implements TokenAcquisition {
         mintedBy: record.mintedBy,
         mintedAt: new Date(record.mintedAtWall).toISOString(),
         ageSeconds: Math.max(0, Math.round((wall - record.mintedAtWall) / 100) / 10),
+        lifetimeSeconds: record.lifetimeSeconds,
       } : {}),
       ...(this.#lastError ? { lastError: this.#lastError } : {}),
     };

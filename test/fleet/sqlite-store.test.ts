@@ -58,3 +58,22 @@ describe('sqlite store file', () => {
     await rm(dir, { recursive: true, force: true });
   });
 });
+
+describe('sqlite store under another process\'s lock (docs/traps.md T84)', () => {
+  it('gives up after busy_timeout with a FleetStoreError instead of blocking the event loop indefinitely', async () => {
+    const { DatabaseSync } = await import('node:sqlite');
+    const dir = await mkdtemp(join(tmpdir(), 'b2b-fleet-sqlite-'));
+    const path = join(dir, 'f.db');
+    const store = await openSqliteStore({ path, busyTimeoutMs: 50 });
+    const key = fleetRecordKey('https://vendor.test/', 'k');
+    assert.equal(await store.read(key), undefined); // creates the file and table
+    const other = new DatabaseSync(path);
+    other.exec('BEGIN IMMEDIATE');
+    await assert.rejects(store.claim(key, 'a', 1000), (err: unknown) => err instanceof FleetStoreError && err.operation === 'claim');
+    other.exec('ROLLBACK');
+    assert.equal(await store.claim(key, 'a', 1000), true, 'usable again once the other process is done');
+    other.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+});

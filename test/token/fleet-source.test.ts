@@ -272,3 +272,35 @@ describe('fleet source: the store down', () => {
     await a.manager.stop();
   });
 });
+
+describe('fleet source: expiry across hosts (docs/traps.md T85)', () => {
+  it('takes an adopted token to end the skew allowance before its minter\'s clock says', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(100);
+    const { store } = await sqliteOnTemp(clock);
+    // A peer minted a 100 s token 90 s ago by its clock.
+    await store.publish(KEY, { token: 'peer-token-xxxxxxxxxxxx', lifetimeSeconds: 100, mintedAtWall: clock.wallNow() - 90_000, mintedBy: 'peer' }, 0);
+    const a = replica('a', store, vendor, clock, { clockSkewMs: 2_000 });
+    a.manager.start();
+    await settle();
+    const token = a.manager.current();
+    assert.equal(token?.value, 'peer-token-xxxxxxxxxxxx');
+    assert.equal(vendor.calls, 0);
+    assert.ok(token.expiresAt <= clock.now() + 8_000, `ends ${token.expiresAt - clock.now()} ms from now, past the safe estimate of 8 s`);
+    await a.manager.stop();
+  });
+
+  it('does not adopt a shared token whose safe end is already inside the margin: it renews instead', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(100);
+    const { store } = await sqliteOnTemp(clock);
+    await store.publish(KEY, { token: 'peer-token-xxxxxxxxxxxx', lifetimeSeconds: 100, mintedAtWall: clock.wallNow() - 96_000, mintedBy: 'peer' }, 0);
+    const a = replica('a', store, vendor, clock, { clockSkewMs: 2_000 });
+    a.manager.start();
+    await settle();
+    assert.equal(vendor.calls, 1);
+    assert.notEqual(a.manager.current()?.value, 'peer-token-xxxxxxxxxxxx');
+    assert.equal((await store.read(KEY))?.version, 2);
+    await a.manager.stop();
+  });
+});
