@@ -121,9 +121,15 @@ describe('fleet source: several sidecars share one token', () => {
     // A peer died holding the claim just before the renewal falls due.
     await clock.advanceAsync(70_000, settle);
     assert.equal(await store.claim(KEY, 'dead-peer', 12_000), true);
-    await clock.advanceAsync(20_000, settle);
+    // The renewal falls due at ~75 s, inside the dead peer's claim (until 82 s): a keeps its token and waits.
+    await clock.advanceAsync(11_000, settle);
+    assert.equal(vendor.calls, 1, 'no call while a peer holds the claim');
+    assert.equal(a.manager.current()?.value, first.value);
+    assert.equal(a.manager.liveness().live, true, 'waiting for a peer is not a stuck loop');
+    await clock.advanceAsync(9_000, settle);
     assert.equal(vendor.calls, 2, 'renewed once the dead claim lapsed');
     assert.notEqual(a.manager.current()?.value, first.value);
+    assert.equal((await store.read(KEY))?.token, a.manager.current()?.value);
     assert.ok(clock.now() < first.expiresAt);
     await a.manager.stop();
   });
