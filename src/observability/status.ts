@@ -132,10 +132,18 @@ export function statusText(s: SidecarStatus): string {
     const x = t.superseded;
     line('superseded', `last at ${x.lastAt}, ${x.inWindow} in ${x.windowMinutes} min${x.likelyAnotherHolder ? ': another process probably obtains tokens with the same ApiKey' : ''}`);
   }
+  if (t?.fleet) line('fleet', fleetText(t.fleet));
   for (const w of s.warnings) line('warning', w);
   if (!s.live) line('not live', s.liveReason ?? 'unknown');
   const l = s.listeners;
   line('listeners', `proxy ${l.proxy ?? '-'}, admin ${l.admin ?? '-'}${l.socket ? `, socket ${l.socket}` : ''}`);
   line('build', `b2b-sidecar ${s.build.version}, node ${s.build.node}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** The fleet line of `status`: the store and its state, where the token came from, the record. */
+function fleetText(f: FleetStatus): string {
+  const record = f.version !== undefined ? `, record version ${f.version} minted by ${f.mintedBy ?? 'unknown'} ${f.ageSeconds ?? 0} s ago` : ', no record yet';
+  const error = f.state === 'down' && f.lastError ? ` (${f.lastError.operation}: ${f.lastError.message})` : '';
+  return `${f.store} ${f.state} since ${f.since}${error}, token ${f.source}${record}, onStoreDown ${f.onStoreDown}`;
 }
