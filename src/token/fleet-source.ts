@@ -191,6 +191,13 @@ export class FleetSource implements TokenAcquisition {
   }
 
   async #attempt(trigger: PacedTrigger): Promise<TokenSnapshot> {
+    const held = this.current();
+    if (trigger === 'upstream 401' && held && this.#source === 'shared') {
+      // The 401 named an older token than the shared one held (the 401 flow marks the held one
+      // bad when it is the refused one): a peer's renewal revoked it, and the request is replayed
+      // with the newest token the fleet has. A call here would revoke every peer's token in turn.
+      return held;
+    }
     const key = this.#keyNow();
     let record: FleetRecord | undefined;
     try {

@@ -310,3 +310,29 @@ describe('fleet source: expiry across hosts (docs/traps.md T85)', () => {
     await a.manager.stop();
   });
 });
+
+describe('fleet source: a late 401 for an older token', () => {
+  it('replays with the shared token held instead of minting (a mint would revoke every peer\'s token)', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(900);
+    const { store, path } = await sqliteOnTemp(clock);
+    const a = replica('a', store, vendor, clock);
+    const b = replica('b', (await sqliteOnTemp(clock, path)).store, vendor, clock);
+    a.manager.start();
+    await settle();
+    b.manager.start();
+    await settle();
+    const old = b.manager.current()!;
+    await a.manager.invalidate(a.manager.current()!.generation, '/pub/b2b/v1/x');
+    await clock.advanceAsync(1_500, settle); // b's poll adopts version 2
+    const adopted = b.manager.current()!;
+    assert.ok(adopted.generation > old.generation);
+    assert.equal(vendor.calls, 2);
+    // A request b sent with the old token before the adoption comes back 401 now.
+    const replay = await b.manager.invalidate(old.generation, '/pub/b2b/v1/x');
+    assert.equal(replay?.value, adopted.value);
+    assert.equal(vendor.calls, 2, 'no call: the shared token is the newest');
+    await a.manager.stop();
+    await b.manager.stop();
+  });
+});
