@@ -51,7 +51,9 @@ export function loadSqlite(): Promise<SqliteModule> {
       return (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
     } as typeof process.emitWarning;
     try {
-      return await import('node:sqlite');
+      // Not import(): the run bundle executes from a V8 code cache (entry/code-cache.ts), where a
+      // dynamic import has no loader; a builtin is at hand synchronously.
+      return process.getBuiltinModule('node:sqlite') as SqliteModule;
     } finally {
       process.emitWarning = emit;
     }

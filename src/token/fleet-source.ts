@@ -356,14 +356,17 @@ export class FleetSource implements TokenAcquisition {
   #adopt(key: string, record: FleetRecord, trigger: PacedTrigger): TokenSnapshot {
     const now = this.#clock.now();
     const lifetimeSeconds = Math.min(record.lifetimeSeconds, this.#maxLifetimeSeconds);
+    // The end is taken early by the skew allowance; the renewal stays at renewAt of the minter's
+    // lifetime, or followers would renew before the minter and the fleet mint twice as often.
     const obtainedAt = Math.min(now, this.#expiresAt(record) - lifetimeSeconds * 1000);
+    const mintedAt = Math.min(now, now - (this.#clock.wallNow() - record.mintedAtWall));
     this.#secrets.addToken(record.token); // before anything could log it
     const creds = this.#credentials.current();
     const token = this.#state.obtained({ token: record.token, aliveSecondsTtl: record.lifetimeSeconds }, creds, obtainedAt, record.mintedAtWall, lifetimeSeconds);
     this.#held(key, record);
     this.#setSource('shared');
     this.#onAdopted(token, trigger, now);
-    const renewInSeconds = this.#loop.succeeded(obtainedAt, lifetimeSeconds * 1000, () => this.#kick('renewal'));
+    const renewInSeconds = this.#loop.succeeded(mintedAt, lifetimeSeconds * 1000, () => this.#kick('renewal'));
     this.#logger.info('token adopted from the fleet store', {
       fingerprint: token.fingerprint, generation: token.generation, version: record.version, mintedBy: record.mintedBy,
       expiresInSeconds: Math.round((token.expiresAt - now) / 100) / 10, renewInSeconds, trigger,

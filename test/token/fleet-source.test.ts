@@ -336,3 +336,21 @@ describe('fleet source: a late 401 for an older token', () => {
     await b.manager.stop();
   });
 });
+
+describe('fleet source: followers renew with the minter, not before it', () => {
+  it('arms an adopted token\'s renewal at renewAt of the minter\'s lifetime; only its end is taken early by the skew', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(100);
+    const { store } = await sqliteOnTemp(clock);
+    const mintedAtWall = clock.wallNow();
+    await store.publish(KEY, { token: 'peer-token-xxxxxxxxxxxx', lifetimeSeconds: 100, mintedAtWall, mintedBy: 'peer' }, 0);
+    const a = replica('a', store, vendor, clock, { clockSkewMs: 10_000, pollIntervalMs: 600_000 });
+    a.manager.start();
+    await settle();
+    const next = Date.parse(a.manager.view().nextAttemptAt!);
+    // renewAt 0.66 of 100 s, up to 10 % earlier (random 0.5: 3.3 s): 62.7 s after the mint; the skew does not move it.
+    assert.equal(next - mintedAtWall, 62_700);
+    assert.ok(a.manager.current()!.expiresAt - clock.now() <= 90_000, 'the end is taken 10 s early');
+    await a.manager.stop();
+  });
+});
