@@ -56,6 +56,8 @@ export interface FleetSourceDeps {
 const MAX_SKEW_FRACTION = 0.25;
 /** While a peer holds the claim, the store is read this often for its result (plus the watch). */
 const FOLLOW_INTERVAL_MS = 250;
+/** ... and the claim is tried again this often, so a lapsed claim is taken over promptly. */
+const RECLAIM_INTERVAL_MS = 1_000;
 
 type Source = FleetStatus['source'];
 
@@ -233,10 +235,12 @@ export class FleetSource implements TokenAcquisition {
 
   /**
    * A peer holds the claim: keep the current token and read the store until the peer's token is
-   * there (or the claim lapses: then claim again). Each wait is on the loop's timer (liveness).
+   * there; after a second, claim again (a dead peer's claim may have lapsed). Each wait is on the
+   * loop's timer (liveness).
    */
   async #follow(key: string, trigger: PacedTrigger): Promise<TokenSnapshot | undefined> {
-    const until = this.#clock.now() + this.#o.claimMs;
+    // Claim again every second: a dead claimant's claim is taken over as soon as it lapses.
+    const until = this.#clock.now() + Math.min(this.#o.claimMs, RECLAIM_INTERVAL_MS);
     let woke: (() => void) | undefined;
     const unwatch = this.#store.watch?.(key, () => woke?.());
     try {

@@ -114,7 +114,8 @@ describe('fleet source: several sidecars share one token', () => {
     const clock = new FakeClock();
     const vendor = new OneLiveTokenVendor(120);
     const { store } = await sqliteOnTemp(clock);
-    const a = replica('a', store, vendor, clock);
+    const claims: string[] = [];
+    const a = replica('a', store, vendor, clock, { onClaim: (result) => claims.push(result) });
     a.manager.start();
     await settle();
     const first = a.manager.current()!;
@@ -126,11 +127,13 @@ describe('fleet source: several sidecars share one token', () => {
     assert.equal(vendor.calls, 1, 'no call while a peer holds the claim');
     assert.equal(a.manager.current()?.value, first.value);
     assert.equal(a.manager.liveness().live, true, 'waiting for a peer is not a stuck loop');
-    await clock.advanceAsync(9_000, settle);
+    await clock.advanceAsync(2_500, settle); // the claim lapsed at 82 s: taken over within a second
     assert.equal(vendor.calls, 2, 'renewed once the dead claim lapsed');
     assert.notEqual(a.manager.current()?.value, first.value);
     assert.equal((await store.read(KEY))?.token, a.manager.current()?.value);
     assert.ok(clock.now() < first.expiresAt);
+    assert.deepEqual([claims[0], claims[1], claims.at(-1)], ['won', 'lost', 'won'], 'the claim metric: the first mint, the dead peer\'s claim, the mint after it lapsed');
+    assert.ok(claims.length <= 10, `tried again about once a second: ${claims.length}`);
     await a.manager.stop();
   });
 
@@ -233,7 +236,8 @@ describe('fleet source: the store down', () => {
     const vendor = new OneLiveTokenVendor(100);
     const inner = await sqliteOnTemp(clock);
     const store = new SwitchableStore(inner.store);
-    const a = replica('a', store, vendor, clock);
+    const errors: string[] = [];
+    const a = replica('a', store, vendor, clock, { onStoreError: (operation) => errors.push(operation) });
     a.manager.start();
     await settle();
     assert.equal(vendor.calls, 1);
@@ -245,6 +249,7 @@ describe('fleet source: the store down', () => {
     assert.equal(vendor.calls, 2);
     assert.equal(a.manager.view().fleet?.source, 'local');
     assert.ok(a.log.lines().some((l) => l.message === 'token source: local'));
+    assert.ok(errors.length > 0 && errors.every((op) => op === 'read'), `store errors by operation: ${errors.join()}`);
     store.down = false;
     await clock.advanceAsync(2_000, settle);
     const record = await store.read(KEY);
