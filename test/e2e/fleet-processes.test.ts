@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { stringify } from 'yaml';
+import type { SidecarStatus } from '../../src/observability/status.js';
 import { assertBuildIsCurrent, spawnCli, type Spawned } from '../helpers/cli.js';
 import { CREDENTIALS, send } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
@@ -29,7 +30,7 @@ describe('a fleet of processes on one SQLite file (whole processes)', () => {
     const vendor = await startOneTokenVendor(PROBE);
     t.after(() => vendor.close());
     const dir = mkdtempSync(join(tmpdir(), 'b2b-fleet-e2e-'));
-    const sidecars: Array<{ proc: Spawned; port: number }> = [];
+    const sidecars: Array<{ proc: Spawned; port: number; adminPort: number }> = [];
     t.after(async () => {
       for (const s of sidecars) s.proc.child.kill('SIGTERM');
       await Promise.all(sidecars.map((s) => s.proc.exited));
@@ -43,8 +44,8 @@ describe('a fleet of processes on one SQLite file (whole processes)', () => {
         fleet: { store: 'sqlite', sqlitePath: join(dir, 'fleet.db'), pollIntervalSeconds: 0.5 },
       }));
       const proc = spawnCli(['run', '--config', config]);
-      const [, listen] = await proc.waitFor(/"listen":"127\.0\.0\.1:(\d+)"/);
-      sidecars.push({ proc, port: Number(listen) });
+      const [, listen, admin] = await proc.waitFor(/"listen":"127\.0\.0\.1:(\d+)","admin":"127\.0\.0\.1:(\d+)"/);
+      sidecars.push({ proc, port: Number(listen), adminPort: Number(admin) });
     }
     // Every process serves before the measured window.
     for (const s of sidecars) {
@@ -73,5 +74,15 @@ describe('a fleet of processes on one SQLite file (whole processes)', () => {
     assert.deepEqual(failures, [], `${failures.length} of ${sent} requests failed`);
     assert.ok(calls <= alone * 1.25 + 2, `${calls} gentoken calls in ${elapsedS.toFixed(1)} s for ${PROCESSES} processes; one process alone makes ${alone.toFixed(1)}`);
     assert.ok(sent > PROCESSES * 20, `only ${sent} requests were sent`);
+    // Each status shows the store and the shared record; no token in it.
+    for (const s of sidecars) {
+      const answer = await send(s.adminPort, { path: '/status' });
+      const fleet = (JSON.parse(answer.body.toString()) as SidecarStatus).token?.fleet;
+      assert.equal(fleet?.store, 'sqlite');
+      assert.equal(fleet?.state, 'up');
+      assert.equal(fleet?.source, 'shared');
+      assert.ok((fleet?.version ?? 0) >= 1);
+      for (const token of vendor.tokens) assert.ok(!answer.body.toString().includes(token));
+    }
   });
 });
