@@ -15,6 +15,8 @@ import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
 import { createTokenClient } from '../token/token-client.js';
 import { checkListenAddresses } from '../doctor/listen-check.js';
+import { checkFleetStore } from '../doctor/fleet-check.js';
+import { openFleetStore } from '../service/fleet-store-open.js';
 import { findRunningSidecar, type RunningSidecar } from '../doctor/running-sidecar.js';
 import { throughRunningSidecar } from '../doctor/through-sidecar.js';
 import { tokenClientOptions, transportOptions } from '../service/service-part.js';
@@ -103,6 +105,15 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo, preloaded?:
     // The addresses run would bind; a conflict is reported and the diagnosis goes on (exit 1 at the end).
     const admin = { key: 'admin' as const, host: config.admin.host, port: config.admin.port };
     steps.push(await checkListenAddresses([{ key: 'listen', host: config.listen.host, port: config.listen.port }, admin], admin));
+    if (config.fleet.store !== 'none') {
+      // Read-only: the record a running fleet shares is never moved (doctor/fleet-check.ts); each set has its own.
+      for (const { set, store } of stores) {
+        const fleetStore = await openFleetStore(config).catch((err: unknown) => err as Error);
+        const named = stores.length > 1 ? ` (credential set "${set.id}")` : '';
+        if (fleetStore instanceof Error) steps.push({ step: 'fleet', ok: false, detail: `fleet.store ${config.fleet.store}${named}: ${fleetStore.message}` });
+        else if (fleetStore) steps.push(await checkFleetStore(fleetStore, configForSet(config, set).service.baseUrl, store.current().apiKey));
+      }
+    }
     const running = await findRunningSidecar(config);
     const options = { ...args, guesses: guesses as Attachment[] };
     if (credentialSets(config).length === 1) {

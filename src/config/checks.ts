@@ -3,6 +3,7 @@ import { FileRefusedError, MAX_PEM_FILE_BYTES, MAX_SECRET_FILE_BYTES, readBounde
 import { dirname } from 'node:path';
 import { isIP } from 'node:net';
 import { checkAttach } from './attach-checks.js';
+import { checkFleet } from './fleet-checks.js';
 import { isRecord, schemaAt, valuesAt, walkProperties, type ConfigPath, type Report } from './walk.js';
 import { credentialFileProblem, credentialValueProblem, type CredentialCarrier } from './credential-content.js';
 import { coversEveryone, parseStrictCidr } from '../shared/ip-guard.js';
@@ -66,6 +67,7 @@ export function checkSemantics(config: Section, report: Report): void {
   checkListeners(section(config.listen), admin, report);
   checkSocket(section(config.listen), wideOk, report);
   checkRenewal(section(config.token), report);
+  checkFleet(section(config.fleet), report);
   const proxy = section(config.proxy);
   if (typeof proxy.headersTimeoutMs === 'number' && typeof proxy.requestTimeoutMs === 'number'
     && proxy.headersTimeoutMs > proxy.requestTimeoutMs) {

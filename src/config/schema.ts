@@ -181,10 +181,26 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     localization: Type.Optional(LocalizationSchema),
+    fleet: Type.Object(
+      {
+        store: Type.Union([Type.Literal('none'), Type.Literal('sqlite'), Type.Literal('redis'), Type.Literal('kubernetes')], { default: 'none', description: 'Where several sidecars on one ApiKey share one token (docs/fleet.md): none (each renews alone), sqlite (processes on one host, fleet.sqlitePath), redis (fleet.redisUrl) or kubernetes (the Secret fleet.kubernetesSecret).', ...env('B2B_FLEET_STORE') }),
+        redisUrl: Type.Optional(Type.String({ pattern: '^(redis|rediss|unix)://', description: 'The Redis server: redis://host:port/db, rediss:// (TLS) or unix:///path/to/socket; an ACL user may be in the URL (redis://user@host), its password belongs in fleet.redisPasswordFile.', ...env('B2B_FLEET_REDIS_URL'), ...secret })),
+        redisPasswordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the Redis password (AUTH).', ...env('B2B_FLEET_REDIS_PASSWORD_FILE'), ...secretFile })),
+        sqlitePath: Type.Optional(Type.String({ minLength: 1, description: 'The SQLite database file the processes of one host share (created 0600 on first use); its directory must be writable by each.', ...env('B2B_FLEET_SQLITE_PATH') })),
+        kubernetesSecret: Type.Optional(Type.String({ pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$', description: 'Name of the pre-created Secret the token is shared through (RBAC: get, update and watch on it by name).', ...env('B2B_FLEET_KUBERNETES_SECRET') })),
+        kubernetesNamespace: Type.Optional(Type.String({ minLength: 1, description: 'Namespace of fleet.kubernetesSecret; default: the pod\'s own (from its service account).', ...env('B2B_FLEET_KUBERNETES_NAMESPACE') })),
+        onStoreDown: Type.Union([Type.Literal('local'), Type.Literal('wait')], { default: 'local', description: 'While the store is unreachable the current token keeps serving; near its end: local renews alone (budgeted, jittered) and publishes once the store is back, wait serves until the token\'s end and then answers 503 naming the store.', ...env('B2B_FLEET_ON_STORE_DOWN') }),
+        pollIntervalSeconds: Type.Number({ minimum: 0.1, maximum: 300, default: 5, description: 'How often the store is read for a peer\'s newer token (besides the store\'s change feed where it has one, and the renewal\'s own read).' }),
+        claimMarginSeconds: Type.Number({ minimum: 1, maximum: 600, default: 5, description: 'The renewal claim lives service.tokenTimeoutMs plus this (the reads and the publish around the gentoken call), so it always outlives the call; a claimant that dies is replaced once it lapses.' }),
+        clockSkewSeconds: Type.Number({ minimum: 0, maximum: 60, default: 1, description: 'How far the hosts\' clocks may differ: a shared token is taken to end this much sooner (at most a quarter of its lifetime).' }),
+      },
+      { additionalProperties: false, default: {} },
+    ),
   },
   { additionalProperties: false },
 );
 
 export type Config = Static<typeof ConfigSchema>;
 export type { Attachment } from '../shared/attachment.js';
+export type FleetConfig = Static<typeof ConfigSchema>['fleet'];
 export type LocalizationConfig = Static<typeof LocalizationSchema>;

@@ -65,7 +65,7 @@ export function configWarnings(config: Config): ConfigWarning[] {
     const mode = inline.mode.toString(8).padStart(4, '0');
     for (const key of inline.keys) {
       out.push({
-        message: `${key} is written in ${inline.file}, which every user of this host can read (mode ${mode}): make the file 0600 or 0640 with a group for the sidecar, or move the secret to ${key.endsWith('.proxy') ? `${key}AuthFile` : `${key}File`}`,
+        message: `${key} is written in ${inline.file}, which every user of this host can read (mode ${mode}): make the file 0600 or 0640 with a group for the sidecar, or move the secret to ${secretFileFor(key)}`,
         fields: { file: inline.file, key },
       });
     }
@@ -83,4 +83,11 @@ export function configWarnings(config: Config): ConfigWarning[] {
     });
   }
   return out;
+}
+
+/** Where an inline secret belongs instead: a proxy URL's credentials in its AuthFile, a Redis URL's password in fleet.redisPasswordFile. */
+function secretFileFor(key: string): string {
+  if (key.endsWith('.proxy')) return `${key}AuthFile`;
+  if (key === 'fleet.redisUrl') return 'fleet.redisPasswordFile';
+  return `${key}File`;
 }

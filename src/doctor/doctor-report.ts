@@ -5,7 +5,7 @@
 import type { NamedAttachment } from '../shared/attachment.js';
 
 /** The steps of `doctor`, in the order they run. */
-export type DoctorStepName = 'config' | 'listen' | 'connect' | 'gentoken' | 'probe' | 'discover-attach';
+export type DoctorStepName = 'config' | 'listen' | 'fleet' | 'connect' | 'gentoken' | 'probe' | 'discover-attach';
 
 /**
  * discover-attach's verdict: `configured` (the config already works; exit 0), `found` (a block to

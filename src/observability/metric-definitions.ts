@@ -244,6 +244,35 @@ export const SIDECAR_METRICS = {
     name: 'b2b_sidecar_open_connections', type: 'gauge', help: 'Connections open on each listener now (proxy = TCP, socket = listen.socket, admin).',
     labels: ['listener'],
   },
+  fleetStoreUp: {
+    name: 'b2b_sidecar_fleet_store_up', type: 'gauge', help: '1 while the fleet store (fleet.store) answers, 0 while it is unreachable; absent with fleet.store none.',
+    labels: ['credential', 'store'], readEach: (s) => (s.token?.fleet ? [[[s.token.fleet.credential, s.token.fleet.store], s.token.fleet.state === 'down' ? 0 : 1]] : []),
+  },
+  fleetTokenSource: {
+    name: 'b2b_sidecar_fleet_token_source', type: 'gauge', help: '1 for where the token in use came from: the fleet store (shared) or this process alone while the store was down (local).',
+    labels: ['credential', 'source'],
+    readEach: (s) => (s.token?.fleet ? (['shared', 'local'] as const).map((source) => [[s.token!.fleet!.credential, source], s.token!.fleet!.source === source ? 1 : 0] as const) : []),
+  },
+  fleetRecordVersion: {
+    name: 'b2b_sidecar_fleet_record_version', type: 'gauge', help: 'Version of the shared record whose token is in use (one more per token published by the fleet).',
+    labels: ['credential'], readEach: (s) => (s.token?.fleet?.version !== undefined ? [[[s.token.fleet.credential], s.token.fleet.version]] : []),
+  },
+  fleetTokenLifetime: {
+    name: 'b2b_sidecar_fleet_token_lifetime_seconds', type: 'gauge', help: 'Effective lifetime of the shared token in use, in seconds (what the fleet\'s minting rate is judged against).',
+    labels: ['credential'], readEach: (s) => (s.token?.fleet?.lifetimeSeconds !== undefined ? [[[s.token.fleet.credential], s.token.fleet.lifetimeSeconds]] : []),
+  },
+  fleetClaims: {
+    name: 'b2b_sidecar_fleet_claims_total', type: 'counter', help: 'Renewal claims this process tried, by result: won (it renews), lost (a peer renews), error (the store failed).',
+    labels: ['credential', 'result'],
+  },
+  fleetPublishConflicts: {
+    name: 'b2b_sidecar_fleet_publish_conflicts_total', type: 'counter', help: 'Tokens this process obtained whose publish lost the compare-and-set: dropped, the store\'s token adopted.',
+    labels: ['credential'],
+  },
+  fleetStoreErrors: {
+    name: 'b2b_sidecar_fleet_store_errors_total', type: 'counter', help: 'Failed fleet store operations, by operation (read, claim, release, publish, invalidate, watch).',
+    labels: ['credential', 'operation'],
+  },
 } satisfies Record<string, MetricDefinition>;
 
 const WATCHED = 'Only with `localization.watch`; one series per watched translation.';

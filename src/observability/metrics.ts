@@ -47,6 +47,12 @@ export interface Metrics {
   connectionRefused(listener: AnyListener, reason: ConnectionRefusalReason): void;
   /** A young, accepted token this process still held was rejected: another holder of the ApiKey? */
   tokenSuperseded(): void;
+  /** A fleet renewal claim (token/fleet-source.ts) and its result. */
+  fleetClaim(credential: string, result: 'won' | 'lost' | 'error'): void;
+  /** A fleet publish lost the compare-and-set. */
+  fleetPublishConflict(credential: string): void;
+  /** A fleet store operation failed. */
+  fleetStoreError(credential: string, operation: string): void;
   /** A listener is up: its connection series start at 0. */
   listenerStarted(listener: AnyListener): void;
   /** A connection opened (refused ones too) on a listener, and closed. */
@@ -151,6 +157,9 @@ export function createMetrics(registry: Registry, sources: MetricSources = IDLE,
     replayCaptureDropped: (reason) => m.replayCaptureDropped.labels(reason).inc(),
     connectionRefused: (listener, reason) => m.connectionsRefused.labels(listener, reason).inc(),
     tokenSuperseded: () => m.tokenSuperseded.inc(),
+    fleetClaim: (credential, result) => m.fleetClaims.labels(credential, result).inc(),
+    fleetPublishConflict: (credential) => m.fleetPublishConflicts.labels(credential).inc(),
+    fleetStoreError: (credential, operation) => m.fleetStoreErrors.labels(credential, operation).inc(),
     localResponse(route, code) {
       // Off the hot path (error answers only): a label lookup per call is fine.
       m.localResponses.labels(route === 'localization' ? 'localization' : 'service', String(statusLabel(code))).inc();

@@ -44,6 +44,30 @@ export interface TokenStatus {
   superseded?: { lastAt: string; inWindow: number; windowMinutes: number; total: number; likelyAnotherHolder: boolean };
   /** Conditions an operator should see that do not make the sidecar unready. */
   warnings: string[];
+  /** The fleet store the token is shared through (`fleet.store`); absent with `none`. */
+  fleet?: FleetStatus;
+}
+
+/** The token's fleet store (docs/fleet.md): no secret, the token named by the record's version only. */
+export interface FleetStatus {
+  store: 'sqlite' | 'redis' | 'kubernetes';
+  /** The credential set's id (the metrics' `credential` label). */
+  credential: string;
+  /** `unknown` until the first operation answers. */
+  state: 'up' | 'down' | 'unknown';
+  /** When the state last changed (ISO). */
+  since: string;
+  /** Where the token in use came from: the store (`shared`), this process alone while the store was down (`local`), none yet. */
+  source: 'shared' | 'local' | 'none';
+  onStoreDown: 'local' | 'wait';
+  /** The record of the token in use: its version, who minted it and when, its age in seconds. */
+  version?: number;
+  mintedBy?: string;
+  mintedAt?: string;
+  ageSeconds?: number;
+  lifetimeSeconds?: number;
+  /** The store's last failure, its secret-free words. */
+  lastError?: { operation: string; message: string; at: string };
 }
 
 export interface SidecarStatus {
@@ -108,10 +132,18 @@ export function statusText(s: SidecarStatus): string {
     const x = t.superseded;
     line('superseded', `last at ${x.lastAt}, ${x.inWindow} in ${x.windowMinutes} min${x.likelyAnotherHolder ? ': another process probably obtains tokens with the same ApiKey' : ''}`);
   }
+  if (t?.fleet) line('fleet', fleetText(t.fleet));
   for (const w of s.warnings) line('warning', w);
   if (!s.live) line('not live', s.liveReason ?? 'unknown');
   const l = s.listeners;
   line('listeners', `proxy ${l.proxy ?? '-'}, admin ${l.admin ?? '-'}${l.socket ? `, socket ${l.socket}` : ''}`);
   line('build', `b2b-sidecar ${s.build.version}, node ${s.build.node}`);
   return `${lines.join('\n')}\n`;
+}
+
+/** The fleet line of `status`: the store and its state, where the token came from, the record. */
+function fleetText(f: FleetStatus): string {
+  const record = f.version !== undefined ? `, record version ${f.version} minted by ${f.mintedBy ?? 'unknown'} ${f.ageSeconds ?? 0} s ago` : ', no record yet';
+  const error = f.state === 'down' && f.lastError ? ` (${f.lastError.operation}: ${f.lastError.message})` : '';
+  return `${f.store} ${f.state} since ${f.since}${error}, token ${f.source}${record}, onStoreDown ${f.onStoreDown}`;
 }

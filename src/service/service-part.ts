@@ -20,6 +20,7 @@ import { TokenManager, type TokenManagerOptions } from '../token/token-manager.j
 import type { EgressHandle } from '../upstream/egress-settings.js';
 import { openUpstream, type TransportOptions, type Upstream } from '../upstream/open-upstream.js';
 import type { Environment } from '../shared/egress-proxy.js';
+import { fleetOptions, openFleetStore } from './fleet-store-open.js';
 
 export interface ServicePart {
   route: ProxyRoute;
@@ -104,6 +105,9 @@ export async function startServicePart(config: Config, deps: {
     env: deps.env ?? process.env, secrets, logger, watch: true, metrics: deps.metrics, signal: group.signal,
   }), (u) => u.close());
   const client = tokenClientOn(config, upstream);
+  // The fleet store (fleet.store), closed after the token manager has stopped (and released its claim).
+  const store = await openFleetStore(config);
+  if (store) await group.started(Promise.resolve(store), (s) => s.close());
   const tokens = await group.started(new TokenManager({
     client, credentials, clock, logger, secrets, random: deps.random,
     onRefresh: (result, seconds) => deps.metrics.tokenRefreshed(result, seconds),
@@ -111,6 +115,7 @@ export async function startServicePart(config: Config, deps: {
     onDeferred: (trigger) => deps.metrics.gentokenDeferred(trigger),
     onSuperseded: () => deps.metrics.tokenSuperseded(),
     ...(deps.configPath ? { configPath: deps.configPath } : {}),
+    ...(store ? { fleet: fleetOptions(config, store, deps.metrics) } : {}),
     options: tokenManagerOptions(config),
   }), (m) => m.stop());
   // Closed with the upstream, after the token manager has stopped.

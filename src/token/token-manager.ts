@@ -16,11 +16,14 @@ import type { SecretSet } from '../shared/secrets.js';
 import type { TokenClient } from './token-client.js';
 import { createTokenFileWriter, type TokenFileWriter } from './token-file.js';
 import type { GentokenCause, GentokenTrigger } from '../observability/metrics.js';
+import type { PacedTrigger } from './pacing/gentoken-pacer.js';
 import { SUPERSEDED_WINDOW_MS } from './answers/answer-rules.js';
 import { UnauthorizedFlow } from './answers/unauthorized-flow.js';
 import { requestKeyFunction } from './answers/request-key.js';
 import { TokenSource, type RetryAnswer } from './token-source.js';
 import type { GentokenSlots } from './pacing/gentoken-slots.js';
+import { FleetSource, type FleetOptions } from './fleet-source.js';
+import type { TokenAcquisition } from './token-acquisition.js';
 
 /** Outcome of one gentoken attempt, for the refresh counter. */
 import type { RefreshResult } from '../observability/metrics.js';
@@ -49,6 +52,8 @@ export interface TokenManagerOptions {
   spreadFirstRenewal?: boolean;
   /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
   attachQueryNames?: readonly string[];
+  /** The credential set's id: the `credential` label of its metrics (default `default`). */
+  credentialId?: string;
 }
 
 export interface TokenManagerDeps {
@@ -74,6 +79,11 @@ export interface TokenManagerDeps {
    * calls go a few at a time (gentoken-slots.ts). Omitted: this manager's calls never wait for one.
    */
   slots?: GentokenSlots;
+  /**
+   * A store several sidecars on one ApiKey share the token through (`fleet.store`, docs/fleet.md):
+   * the fleet source (fleet-source.ts) is built around the local one. Absent: today's local source alone.
+   */
+  fleet?: FleetOptions;
   options: TokenManagerOptions;
 }
 
@@ -100,6 +110,9 @@ export class TokenManager implements TokenView {
   readonly #file: TokenFileWriter | undefined;
   /** The one owner of gentoken calls: single flight, gate, outcome (token-source.ts). */
   readonly #source: TokenSource;
+  /** The fleet source around it when a store is shared (fleet-source.ts); everyone asks `#acquisition`. */
+  readonly #fleet: FleetSource | undefined;
+  readonly #acquisition: TokenAcquisition;
   /** The service's answers: the rules' verdicts acted on, a 401 renewed and replayed (unauthorized-flow.ts). */
   readonly #flow: UnauthorizedFlow;
   /** The renewal loop: timers, backoff, budget, liveness (renewal-loop.ts). */
@@ -126,7 +139,9 @@ export class TokenManager implements TokenView {
         ...(deps.options.spreadFirstRenewal ? { spreadFirstRenewal: true } : {}),
       },
     });
+    const fleetOptions = deps.fleet;
     this.#source = new TokenSource({
+      ...(fleetOptions ? { kick: (trigger: PacedTrigger) => void this.#acquisition.acquire(trigger).catch(() => undefined) } : {}),
       client: deps.client, credentials: deps.credentials, clock: deps.clock, logger: deps.logger, secrets: deps.secrets,
       state: this.#state, loop: this.#loop,
       maxLifetimeSeconds: deps.options.maxLifetimeSeconds, tokenTimeoutMs: deps.options.tokenTimeoutMs,
@@ -138,8 +153,18 @@ export class TokenManager implements TokenView {
       ...(deps.onFailure ? { onFailure: deps.onFailure } : {}),
       ...(deps.slots ? { slots: deps.slots } : {}),
     });
+    this.#fleet = fleetOptions ? new FleetSource({
+      local: this.#source, state: this.#state, loop: this.#loop, clock: deps.clock, logger: deps.logger, secrets: deps.secrets,
+      credentials: deps.credentials, maxLifetimeSeconds: deps.options.maxLifetimeSeconds, renewAt: deps.options.renewAt, random: clamped,
+      onAdopted: (token, trigger, at) => {
+        this.#flow.obtained(token, trigger, at);
+        if (!this.#stopped) void this.#file?.write(token.value);
+      },
+      options: { credentialId: deps.options.credentialId, ...fleetOptions },
+    }) : undefined;
+    this.#acquisition = this.#fleet ?? this.#source;
     this.#flow = new UnauthorizedFlow({
-      clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#source, tokenTimeoutMs: deps.options.tokenTimeoutMs,
+      clock: deps.clock, logger: deps.logger, state: this.#state, source: this.#acquisition, tokenTimeoutMs: deps.options.tokenTimeoutMs,
       ...(deps.configPath !== undefined ? { configPath: deps.configPath } : {}),
       ...(deps.onSuperseded ? { onSuperseded: deps.onSuperseded } : {}),
       keyOf: requestKeyFunction(new Set(deps.options.attachQueryNames ?? [])),
@@ -150,7 +175,7 @@ export class TokenManager implements TokenView {
   start(): void {
     if (this.#started || this.#stopped) return;
     this.#started = true;
-    this.#source.start();
+    (this.#fleet ?? this.#source).start();
   }
 
   /**
@@ -162,6 +187,7 @@ export class TokenManager implements TokenView {
     this.#stopped = true;
     this.#loop.stop();
     this.#flow.stop();
+    await this.#fleet?.stop();
     await (first ? this.#file?.remove() : this.#file?.flush());
   }
 
@@ -175,9 +201,9 @@ export class TokenManager implements TokenView {
     const token = this.current();
     if (token) return token;
     // An attempt held back by the budget or a Retry-After may wait far longer than a request should.
-    const inflight = this.#source.inflight();
-    if (inflight && !inflight.held) return this.#source.bounded(inflight.attempt);
-    return Promise.reject(new TokenUnavailableError(this.#source.reason()));
+    const inflight = this.#acquisition.inflight();
+    if (inflight && !inflight.held) return this.#acquisition.bounded(inflight.attempt);
+    return Promise.reject(new TokenUnavailableError(this.#reason()));
   }
 
   /**
@@ -218,9 +244,9 @@ export class TokenManager implements TokenView {
   async rotate(): Promise<void> {
     if (!this.#started || this.#stopped) return;
     // A request in flight carries the old credentials; the new ones need a request of their own.
-    await this.#source.inflight()?.attempt.catch(() => undefined);
+    await this.#acquisition.inflight()?.attempt.catch(() => undefined);
     if (this.#stopped) return;
-    await this.#source.acquire('rotation').catch(() => {
+    await this.#acquisition.acquire('rotation').catch(() => {
       if (this.#state.failure?.cause !== 'unauthorized') return;
       const kept = this.current();
       if (!kept) {
@@ -250,7 +276,12 @@ export class TokenManager implements TokenView {
 
   /** Readiness: ready while current() returns a token, else the reason clients are told. */
   status(): { ready: boolean; reason?: string } {
-    return this.current() ? READY : { ready: false, reason: this.#source.reason() };
+    return this.current() ? READY : { ready: false, reason: this.#reason() };
+  }
+
+  /** Why no token is usable: the fleet store when it is the reason (onStoreDown: wait), else the token source's words. */
+  #reason(): string {
+    return this.#fleet?.reason() ?? this.#source.reason();
   }
 
   /**
@@ -272,7 +303,7 @@ export class TokenManager implements TokenView {
       liveness: this.liveness(),
       token: this.#state.token,
       failure,
-      failureMessage: failure ? this.#source.reason() : undefined,
+      failureMessage: failure ? this.#reason() : undefined,
       superseded: this.#state.superseded,
       supersededWindowMs: SUPERSEDED_WINDOW_MS,
       suspect: this.#flow.suspect(),
@@ -280,6 +311,7 @@ export class TokenManager implements TokenView {
       nextAttemptWall: this.#loop.nextAttemptWall(),
       now: this.#clock.now(),
       wallNow: this.#clock.wallNow(),
+      ...(this.#fleet ? { fleet: this.#fleet.status() } : {}),
     });
   }
 }

@@ -35,6 +35,12 @@ export interface TokenSourceDeps {
   onFailure?: (cause: GentokenCause) => void;
   /** The gentoken calls of several credential sets, a few at a time (gentoken-slots.ts); none: no limit, no wait. */
   slots?: GentokenSlots;
+  /**
+   * Where the loop's timers (start, renewal, retry) send their attempt: this source's own
+   * `acquire` by default; the fleet source's when one wraps this (token/fleet-source.ts), so a
+   * renewal reads the shared store before any gentoken call.
+   */
+  kick?: (trigger: PacedTrigger) => void;
 }
 
 /** What `retryNow()` did, for the SIGHUP log line. */
@@ -61,6 +67,7 @@ export class TokenSource implements TokenAcquisition {
   readonly #onRefresh: TokenSourceDeps['onRefresh'];
   readonly #onFailure: TokenSourceDeps['onFailure'];
   readonly #slots: GentokenSlots | undefined;
+  readonly #kickTo: TokenSourceDeps['kick'];
   #inflight: Promise<TokenSnapshot> | undefined;
   /** The last attempt failed in a way retried on the lockout-safe schedule (a refusal, a configuration failure). */
   #lastFailureSlow = false;
@@ -83,6 +90,7 @@ export class TokenSource implements TokenAcquisition {
     this.#onRefresh = deps.onRefresh;
     this.#onFailure = deps.onFailure;
     this.#slots = deps.slots;
+    this.#kickTo = deps.kick;
   }
 
   /** The first attempt, at once or after the loop's start spread. */
@@ -170,7 +178,8 @@ export class TokenSource implements TokenAcquisition {
   }
 
   #kick(trigger: PacedTrigger): void {
-    void this.acquire(trigger).catch(() => undefined);
+    if (this.#kickTo) this.#kickTo(trigger);
+    else void this.acquire(trigger).catch(() => undefined);
   }
 
   async #attempt(trigger: PacedTrigger): Promise<TokenSnapshot> {

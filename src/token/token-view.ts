@@ -1,4 +1,4 @@
-import type { TokenStatus } from '../observability/status.js';
+import type { FleetStatus, TokenStatus } from '../observability/status.js';
 import type { RefreshFailure, SupersededRecord, TokenSnapshot } from './token-state.js';
 
 /**
@@ -34,6 +34,8 @@ export interface TokenViewInput {
   /** Monotonic and wall-clock ms now. */
   now: number;
   wallNow: number;
+  /** The fleet store's part (fleet-source.ts), when `fleet.store` is set. */
+  fleet?: FleetStatus;
 }
 
 /**
@@ -45,6 +47,9 @@ export function tokenStatus(i: TokenViewInput): TokenStatus {
   const t = i.token;
   const superseded = i.superseded && i.wallNow - i.superseded.lastAtWall < i.supersededWindowMs ? i.superseded : undefined;
   const warnings = [...i.warnings];
+  if (i.fleet?.state === 'down') {
+    warnings.push(`the fleet store (${i.fleet.store}) is unreachable since ${i.fleet.since}: the current token keeps serving; fleet.onStoreDown is ${i.fleet.onStoreDown}`);
+  }
   if (superseded?.holds) {
     warnings.push(`tokens this process still holds are rejected long before they expire (${superseded.inWindow} in ${i.supersededWindowMs / 60_000} min, the last at ${iso(superseded.lastAtWall)}): another process probably obtains tokens with the same ApiKey`);
   }
@@ -77,6 +82,7 @@ export function tokenStatus(i: TokenViewInput): TokenStatus {
       },
     } : {}),
     warnings,
+    ...(i.fleet ? { fleet: i.fleet } : {}),
   };
 }
 

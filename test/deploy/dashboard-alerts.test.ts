@@ -135,7 +135,7 @@ describe('dashboard and alert rules', () => {
 
   it('gives every alert a severity, summary, description and runbook', () => {
     assert.deepEqual(rules.map((r) => r.alert).sort(), [
-      'B2BSidecarAttachSuspect', 'B2BSidecarClientCertificateExpiring', 'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarListenerFull', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
+      'B2BSidecarAttachSuspect', 'B2BSidecarClientCertificateExpiring', 'B2BSidecarCredentialsRejected', 'B2BSidecarDown', 'B2BSidecarFleetMintingTooOften', 'B2BSidecarFleetStoreDown', 'B2BSidecarListenerFull', 'B2BSidecarLocalErrors', 'B2BSidecarNoValidToken', 'B2BSidecarTokenExpiringSoon',
       'B2BSidecarTokenRefreshFailing', 'B2BSidecarTokenRenewalOverdue', 'B2BSidecarTokenSuperseded', 'B2BSidecarUpstreamUnauthorizedSpike',
     ]);
     for (const rule of rules) {

@@ -60,6 +60,16 @@ describe('the one status and its renderings', () => {
     ].join('\n'));
   });
 
+  it('prints the fleet line: the store, its state, where the token came from, the record (no token)', () => {
+    const fleet = {
+      store: 'sqlite' as const, credential: 'default', state: 'up' as const, since: '2026-01-01T00:00:00.000Z', source: 'shared' as const,
+      onStoreDown: 'local' as const, version: 7, mintedBy: 'host-b/42', mintedAt: '2026-01-01T00:00:00.000Z', ageSeconds: 60, lifetimeSeconds: 900,
+    };
+    assert.ok(statusText(status({}, { fleet })).includes('fleet:         sqlite up since 2026-01-01T00:00:00.000Z, token shared, record version 7 minted by host-b/42 60 s ago, onStoreDown local\n'));
+    const down = { ...fleet, state: 'down' as const, source: 'local' as const, lastError: { operation: 'read', message: 'cannot open the SQLite store /x: no such directory', at: 'x' } };
+    assert.ok(statusText(status({}, { fleet: down })).includes('fleet:         sqlite down since 2026-01-01T00:00:00.000Z (read: cannot open the SQLite store /x: no such directory), token local,'));
+  });
+
   it('GET /status answers the status as JSON, under the same admin.allow as every admin path', async () => {
     const value = status({ warnings: ['w'] });
     for (const allowed of [true, false]) {

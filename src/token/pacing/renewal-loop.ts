@@ -240,6 +240,27 @@ export class RenewalLoop {
     return round(delay / 1000);
   }
 
+  /**
+   * Arms `fn` at `at` (monotonic ms) on the loop's one timer, replacing what was armed: the fleet
+   * source's next look at the store (a peer's renewal awaited, the store down), so liveness sees
+   * an attempt scheduled while no gentoken call is (token/fleet-source.ts).
+   */
+  armAt(at: number, fn: () => void): void {
+    if (this.#stopped) return;
+    this.#timer.arm(at, fn);
+  }
+
+  /** The loop's `armAt` as a promise; rejects when the loop stops. */
+  waitUntil(at: number): Promise<void> {
+    if (this.#stopped) return Promise.reject(new TokenUnavailableError('the token manager was stopped'));
+    return new Promise<void>((resolve, reject) => {
+      this.#releaseGate = reject;
+      this.#timer.arm(at, resolve);
+    }).finally(() => {
+      this.#releaseGate = undefined;
+    });
+  }
+
   /** Once: tokens so short-lived that their renewals alone would fill token.maxGentokenPerMinute. */
   noteLifetime(lifetimeSeconds: number): void {
     const perMinute = this.#options.maxGentokenPerMinute;

@@ -1,0 +1,53 @@
+import { hostname } from 'node:os';
+import type { Config } from '../config/schema.js';
+import type { FleetStore } from '../fleet/fleet-store.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { FleetOptions } from '../token/fleet-source.js';
+
+/**
+ * `fleet.store` made a FleetStore: the engine named by the config, imported only then (no Redis
+ * client or SQLite module is loaded by a sidecar that does not use it). Opening never waits for
+ * the store's server: an engine connects on first use, so a store down at start does not stop
+ * the start (docs/fleet.md, "When the store is down").
+ */
+export async function openFleetStore(config: Config): Promise<FleetStore | undefined> {
+  const fleet = config.fleet;
+  switch (fleet.store) {
+    case 'none':
+      return undefined;
+    case 'sqlite': {
+      const { openSqliteStore } = await import('../fleet/sqlite-store.js');
+      return openSqliteStore({ path: fleet.sqlitePath! });
+    }
+    case 'redis':
+      throw new Error('fleet.store redis is not available in this build');
+    case 'kubernetes':
+      throw new Error('fleet.store kubernetes is not available in this build');
+  }
+}
+
+/** Who this process is in the store: the host name (a pod's name in Kubernetes) and the process id. */
+export function fleetHolder(): string {
+  return `${hostname()}/${process.pid}`;
+}
+
+/** Every `fleet.*` setting the token manager's fleet source reads, and its metric hooks. */
+export function fleetOptions(config: Config, store: FleetStore, metrics?: Pick<Metrics, 'fleetClaim' | 'fleetPublishConflict' | 'fleetStoreError'>, credentialId = 'default'): FleetOptions {
+  const fleet = config.fleet;
+  return {
+    store,
+    baseUrl: config.service.baseUrl,
+    holder: fleetHolder(),
+    onStoreDown: fleet.onStoreDown,
+    pollIntervalMs: fleet.pollIntervalSeconds * 1000,
+    // Longer than the gentoken deadline by construction: a claim never lapses during the call.
+    claimMs: config.service.tokenTimeoutMs + fleet.claimMarginSeconds * 1000,
+    clockSkewMs: fleet.clockSkewSeconds * 1000,
+    credentialId,
+    ...(metrics ? {
+      onClaim: (result) => metrics.fleetClaim(credentialId, result),
+      onPublishConflict: () => metrics.fleetPublishConflict(credentialId),
+      onStoreError: (operation) => metrics.fleetStoreError(credentialId, operation),
+    } : {}),
+  };
+}
