@@ -86,7 +86,14 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
   const client = new Redis(connection) as ScriptedRedis;
   defineScripts(client);
   // T86: an 'error' with no listener goes to stderr past the logger (and once crashed the process).
-  client.on('error', (err: unknown) => logger.debug('fleet store: Redis connection error', { store: 'redis', endpoint: endpoint.display, reason: scrub(messageOf(err)) }));
+  // The last connection error says why the store is unreachable (refused, TLS, WRONGPASS): ioredis
+  // itself only says that it is not connected.
+  let lastError: string | undefined;
+  client.on('error', (err: unknown) => {
+    lastError = scrub(messageOf(err));
+    logger.debug('fleet store: Redis connection error', { store: 'redis', endpoint: endpoint.display, reason: lastError });
+  });
+  client.on('ready', () => (lastError = undefined));
 
   let closed = false;
   const bounded = async <T>(operation: StoreOperation, work: () => Promise<T>): Promise<T> => {
@@ -100,7 +107,9 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
     } catch (err) {
       if (err instanceof FleetStoreError) throw err;
       // No cause attached: ioredis errors carry the command's arguments (the record, the token).
-      throw new FleetStoreError(operation, `Redis ${operation} on ${endpoint.display} failed: ${scrub(messageOf(err))}`);
+      const message = scrub(messageOf(err));
+      const reason = client.status === 'ready' && !NOT_CONNECTED.test(message) ? message : `not connected${lastError ? ` (${lastError})` : ''}`;
+      throw new FleetStoreError(operation, `Redis ${operation} on ${endpoint.display} failed: ${reason}`);
     } finally {
       clearTimeout(timer);
     }
@@ -150,6 +159,9 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
     },
   };
 }
+
+/** ioredis's words for a command refused or dropped because the connection is not up (its status may lag). */
+const NOT_CONNECTED = /enableOfflineQueue options is false|Connection is closed|max retries per request/i;
 
 /** The claim of a record lives beside it; the change channel is named after it. */
 const claimKey = (key: string) => `${key}:claim`;
