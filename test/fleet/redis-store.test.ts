@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { inspect } from 'node:util';
+import { Redis } from 'ioredis';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import { fleetRecordKey, type MintedRecord } from '../../src/fleet/fleet-record.js';
 import { FleetStoreError, type FleetStore } from '../../src/fleet/fleet-store.js';
@@ -76,6 +77,46 @@ describeStoreContract('redis, an ACL user with least privileges in a redis:// UR
   const a = await open({ url });
   const b = await open({ url });
   return { a, b, close: async () => { await tcp.close(); await server.close(); } };
+});
+
+describe('redis store: what is stored', () => {
+  let server: RealRedis;
+  let a: FleetStore;
+  let raw: Redis;
+  before(async () => {
+    server = await startRedis();
+    a = await open({ url: server.url });
+    raw = new Redis({ path: server.socket });
+  });
+  after(async () => {
+    raw.disconnect();
+    await a.close();
+    await server.close();
+  });
+
+  it('stores the record as serializeRecord\'s JSON with a time to live a little past the token\'s lifetime, kept when marked invalid', async () => {
+    const key = freshKey();
+    await a.publish(key, minted('tok-1'), 0);
+    assert.deepEqual(JSON.parse((await raw.get(key))!), { version: 1, token: 'tok-1', lifetimeSeconds: 900, mintedAtWall: 1_790_000_000_000, mintedBy: 'host-a/1' });
+    const ttl = await raw.pttl(key);
+    assert.ok(ttl > 900_000 && ttl <= 900_000 + 600_000, `ttl ${ttl}`);
+    await raw.pexpire(key, 123_456_789);
+    assert.equal(await a.invalidate(key, 1), true);
+    assert.ok(await raw.pttl(key) > 123_000_000, 'the time to live was kept');
+    assert.equal((await a.read(key))?.invalid, true);
+    assert.equal(await a.invalidate(key, 1), true, 'marking a marked version again says it is marked');
+  });
+
+  it('takes a value that is not a record for no record: read sees none, a first publish replaces it', async () => {
+    const key = freshKey();
+    await raw.set(key, 'not json {');
+    assert.equal(await a.read(key), undefined);
+    assert.equal(await a.invalidate(key, 1), false);
+    assert.deepEqual(await a.publish(key, minted('tok-1'), 0), { ok: true, version: 1 });
+    // A publish on a version that was never stored loses, with no current record to show.
+    const empty = freshKey();
+    assert.deepEqual(await a.publish(empty, minted('tok-x'), 3), { ok: false, current: undefined });
+  });
 });
 
 describe('redis store: the change feed', () => {
