@@ -68,7 +68,7 @@ describe('redis store: URLs', () => {
 });
 
 /** The commands the store runs, on its keys and channels only: the ACL docs/fleet.md gives. */
-const LEAST_PRIVILEGE = 'fleet on >fleet-pass ~b2b-sidecar.* &b2b-sidecar.* -@all +get +set +pexpire +del +eval +evalsha +publish +subscribe +unsubscribe +ping';
+const LEAST_PRIVILEGE = 'fleet on >fleet-pass ~b2b-sidecar.* &b2b-sidecar.* -@all +get +set +pexpire +del +eval +evalsha +publish +subscribe +unsubscribe';
 
 describeStoreContract('redis, an ACL user with least privileges in a redis:// URL over TCP', async () => {
   const server = await startRedis(['--user', ...LEAST_PRIVILEGE.split(' ')]);
@@ -77,6 +77,30 @@ describeStoreContract('redis, an ACL user with least privileges in a redis:// UR
   const a = await open({ url });
   const b = await open({ url });
   return { a, b, close: async () => { await tcp.close(); await server.close(); } };
+});
+
+describe('redis store: the least-privilege ACL user', () => {
+  it('may watch: its change feed works with the channel rule of the ACL', async () => {
+    const server = await startRedis(['--user', ...LEAST_PRIVILEGE.split(' ')]);
+    const tcp = await forwardToSocket(server.socket);
+    const url = `redis://fleet:fleet-pass@127.0.0.1:${tcp.port}`;
+    const a = await open({ url });
+    const b = await open({ url });
+    try {
+      const key = freshKey();
+      const seen = watcher();
+      a.watch!(key, seen.onChange);
+      await seen.after(0);
+      const subscribed = seen.calls;
+      await b.publish(key, minted('tok-1'), 0);
+      await seen.after(subscribed);
+    } finally {
+      await a.close();
+      await b.close();
+      await tcp.close();
+      await server.close();
+    }
+  });
 });
 
 describe('redis store: what is stored', () => {
