@@ -9,6 +9,7 @@
 // shipped by `npm pack` and no longer loadable under dist/package.json's "commonjs".
 import { build } from 'esbuild';
 import { chmod, readFile, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
@@ -112,6 +113,23 @@ const bundledValidator = {
   },
 };
 
+// The Redis fleet store's client (ioredis, ~200 KB) in a file of its own beside run.cjs, required
+// only when the store opens: run.cjs has no lazy chunks and V8 keeps its whole source (finding 26),
+// and most sidecars never use the store. Only the client: the store's own code stays in run.cjs, so
+// there is one FleetStoreError class (docs/fleet.md, "Redis").
+const redisClientApart = {
+  name: 'redis-client-apart',
+  setup(build) {
+    build.onResolve({ filter: /^ioredis$/ }, () => ({ path: './ioredis.cjs', external: true }));
+  },
+};
+await build({
+  ...sidecarBundle,
+  entryPoints: [createRequire(import.meta.url).resolve('ioredis')],
+  outfile: 'dist/lib/bundle/ioredis.cjs',
+  format: 'cjs',
+});
+
 // The plain `run` as one CommonJS file (src/entry/run-bundle.ts): the ES module loader resolved,
 // loaded and compiled ~22 chunk files for it one by one. Same plugins as the ESM bundle, no splitting.
 await build({
@@ -119,7 +137,7 @@ await build({
   entryPoints: ['dist/lib/entry/run-bundle.js'],
   outfile: 'dist/lib/bundle/run.cjs',
   format: 'cjs',
-  plugins: [...sidecarBundle.plugins, bundledValidator],
+  plugins: [...sidecarBundle.plugins, bundledValidator, redisClientApart],
   // Modules that find files beside themselves (the config validator) read import.meta.url.
   define: { 'import.meta.url': '__b2bImportMetaUrl' },
   banner: { js: "var __b2bImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },

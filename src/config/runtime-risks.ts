@@ -5,7 +5,10 @@
  *   reach its port read the password and run code as the sidecar: `run` refuses it unless
  *   `B2B_ALLOW_INSPECTOR=true` (a development machine);
  * - `NODE_DEBUG` naming a module that prints request headers (http, http2, net, tls, undici,
- *   fetch) puts the ApiKey and the token on stderr: a warning at start.
+ *   fetch) puts the ApiKey and the token on stderr: a warning at start;
+ * - `DEBUG` naming ioredis (the Redis fleet store's client, through the `debug` package) prints
+ *   every Redis command with its arguments, the Redis password and the shared token among them, on
+ *   stderr (docs/traps.md T86): a warning at start.
  */
 
 /** The environment variable that lets `run` start with the inspector on. */
@@ -37,6 +40,12 @@ export function runtimeWarnings(env: NodeJS.ProcessEnv, execArgv: readonly strin
   if (printing.length > 0) {
     out.push(`NODE_DEBUG=${env.NODE_DEBUG} makes Node print request headers, the ApiKey and the token among them, on stderr (${printing.join(', ')}): unset it; log.level: debug shows what the sidecar does without secrets`);
   }
+  // The debug package's rule: a `-pattern` turns off what it matches, whatever else turns it on.
+  const patterns = (env.DEBUG ?? '').split(/[\s,]+/).filter(Boolean);
+  const redisDebug = patterns.filter((p) => !p.startsWith('-') && debugPatternMatches(p, 'ioredis:redis'));
+  if (redisDebug.length > 0 && !patterns.some((p) => p.startsWith('-') && debugPatternMatches(p.slice(1), 'ioredis:redis'))) {
+    out.push(`DEBUG=${env.DEBUG} makes the Redis client of the fleet store print every command with its arguments, the Redis password and the shared token among them, on stderr (${redisDebug.join(', ')}): unset it`);
+  }
   const options = inspectorOptions(env, execArgv);
   if (options.length > 0 && inspectorAllowed(env)) out.push(`Node's inspector is enabled (${options.join(' ')}) and ${ALLOW_INSPECTOR_ENV}=true: anyone who can reach its port can read the credentials`);
   return out;
@@ -44,4 +53,10 @@ export function runtimeWarnings(env: NodeJS.ProcessEnv, execArgv: readonly strin
 
 function inspectorAllowed(env: NodeJS.ProcessEnv): boolean {
   return /^(true|1|yes)$/i.test(env[ALLOW_INSPECTOR_ENV] ?? '');
+}
+
+/** Whether a `debug` package pattern (`*` any run of characters) enables `namespace`. */
+function debugPatternMatches(pattern: string, namespace: string): boolean {
+  const regex = new RegExp(`^${pattern.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  return regex.test(namespace);
 }

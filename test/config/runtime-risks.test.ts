@@ -31,4 +31,12 @@ describe('runtime settings that would hand out the credentials (docs/security.md
     assert.deepEqual(runtimeWarnings({ NODE_DEBUG: 'module,esm' }, []), []);
     assert.deepEqual(runtimeWarnings({}, []), []);
   });
+
+  it('warns about DEBUG patterns that turn on the Redis client\'s command log, naming them; not about others (T86)', () => {
+    for (const value of ['ioredis:*', 'ioredis:redis', '*', 'ioredis*', 'express:*,ioredis:*', '*,-express:*']) {
+      const [warning] = runtimeWarnings({ DEBUG: value }, []);
+      assert.match(warning ?? '', new RegExp(`^DEBUG=${value.replace(/[*]/g, '\\*')} makes the Redis client of the fleet store print every command with its arguments, the Redis password and the shared token among them, on stderr`), value);
+    }
+    for (const value of ['express:*', '-ioredis:*', '*,-ioredis:*', 'ioredis:cluster', 'io']) assert.deepEqual(runtimeWarnings({ DEBUG: value }, []), [], value);
+  });
 });

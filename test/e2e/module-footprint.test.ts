@@ -45,7 +45,7 @@ describe('module footprint of `run`', () => {
     assert.equal(out.internalUndici, httpAlone.undici, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
     assert.equal(out.http2, httpAlone.http2, 'node:http2 was loaded');
     // Whatever the bundle still requires from node_modules at run time shows up here...
-    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', '@prometheus-io/client/index.js', '@prometheus-io/client/lib/pushgateway.js', '@prometheus-io/client/lib/summary.js', 'tdigest/', 'prom-client/', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/'];
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', '@prometheus-io/client/index.js', '@prometheus-io/client/lib/pushgateway.js', '@prometheus-io/client/lib/summary.js', 'tdigest/', 'prom-client/', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'ioredis/'];
     for (const name of unwanted) {
       assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
     }
@@ -82,7 +82,7 @@ describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded b
     assert.deepEqual(out.cjs, [`${BUNDLE_RUN}run.cjs`], 'run.cjs required other files when it loaded');
     assert.equal(out.internalUndici, false, 'Node\'s bundled undici was loaded (something touched fetch/Headers/Response)');
     assert.equal(out.http2, false, 'node:http2 was loaded');
-    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', '@prometheus-io/client/index.js', '@prometheus-io/client/lib/pushgateway.js', '@prometheus-io/client/lib/summary.js', 'tdigest/', 'prom-client/', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'commander/'];
+    const unwanted = ['undici/index.js', 'express/', 'ajv/dist/ajv.js', 'iconv-lite/', '@prometheus-io/client/index.js', '@prometheus-io/client/lib/pushgateway.js', '@prometheus-io/client/lib/summary.js', 'tdigest/', 'prom-client/', '@opentelemetry/api/', '@sinclair/typebox/', 'winston/', 'logform/', 'readable-stream/', 'commander/', 'ioredis/'];
     for (const name of unwanted) assert.ok(!out.cjs.some((f) => f.includes(`node_modules/${name}`)), `${name} was loaded: ${out.cjs.join(', ')}`);
     const { sources } = JSON.parse(readFileSync(`${BUNDLE_RUN}run.cjs.map`, 'utf8')) as { sources: string[] };
     assert.ok(sources.some((f) => f.includes('node_modules/undici/lib/dispatcher/pool.js')), 'the source map lists the bundled dependencies');
@@ -95,6 +95,15 @@ describe('module footprint of the plain `run` (dist/lib/bundle/run.cjs, loaded b
     const ajv = sources.filter((f) => f.includes('node_modules/ajv/'));
     assert.ok(ajv.every((f) => f.includes('node_modules/ajv/lib/runtime/')), `ajv itself is bundled into run.cjs: ${ajv.join(', ')}`);
     assert.ok(!sources.some((f) => /src\/(cli\.ts|doctor\/|simulator\/|commands\/(?!run|io|config-problems))/.test(f)), `another command is bundled into run.cjs: ${sources.filter((f) => f.includes('src/')).join(', ')}`);
+  });
+
+  it('requires the Redis fleet store\'s client from a file of its own, complete, only when the store opens (docs/fleet.md, "Redis")', () => {
+    // scripts/bundle.mjs keeps ioredis out of run.cjs (its sources, checked above); a store that
+    // opens requires ./ioredis.cjs, which must stand alone.
+    const script = `const m = require(${JSON.stringify(`${BUNDLE_RUN}ioredis.cjs`)}); process.stdout.write(JSON.stringify({ redis: typeof m.Redis, cjs: Object.keys(require.cache) }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' })) as { redis: string; cjs: string[] };
+    assert.equal(out.redis, 'function');
+    assert.deepEqual(out.cjs, [`${BUNDLE_RUN}ioredis.cjs`], 'ioredis.cjs required files from node_modules');
   });
 
   it('is one file: no import() left for the ES module loader', () => {
