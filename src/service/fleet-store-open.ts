@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import type { Config } from '../config/schema.js';
 import type { FleetStore } from '../fleet/fleet-store.js';
+import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { FleetOptions } from '../token/fleet-source.js';
 
@@ -10,7 +11,7 @@ import type { FleetOptions } from '../token/fleet-source.js';
  * the store's server: an engine connects on first use, so a store down at start does not stop
  * the start (docs/fleet.md, "When the store is down").
  */
-export async function openFleetStore(config: Config): Promise<FleetStore | undefined> {
+export async function openFleetStore(config: Config, deps: { logger: Logger }): Promise<FleetStore | undefined> {
   const fleet = config.fleet;
   switch (fleet.store) {
     case 'none':
@@ -19,8 +20,15 @@ export async function openFleetStore(config: Config): Promise<FleetStore | undef
       const { openSqliteStore } = await import('../fleet/sqlite-store.js');
       return openSqliteStore({ path: fleet.sqlitePath! });
     }
-    case 'redis':
-      throw new Error('fleet.store redis is not available in this build');
+    case 'redis': {
+      // The client is its own bundle (dist/lib/bundle/ioredis.cjs), loaded only here (docs/fleet.md, "The client: ioredis").
+      const { openRedisStore } = await import('../fleet/redis-store.js');
+      return openRedisStore({
+        url: fleet.redisUrl!, logger: deps.logger,
+        ...(fleet.redisPasswordFile ? { passwordFile: fleet.redisPasswordFile } : {}),
+        ...(fleet.redisCaFile ? { caFile: fleet.redisCaFile } : {}),
+      });
+    }
     case 'kubernetes':
       throw new Error('fleet.store kubernetes is not available in this build');
   }

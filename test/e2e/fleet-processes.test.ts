@@ -9,9 +9,11 @@ import { assertBuildIsCurrent, spawnCli, type Spawned } from '../helpers/cli.js'
 import { CREDENTIALS, send } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 import { startOneTokenVendor } from '../helpers/vendors.js';
+import { startRedis } from '../helpers/redis-server.js';
 
 /**
- * Several real `run` processes on one host sharing one SQLite file (fleet.store: sqlite), against a
+ * Several real `run` processes on one host sharing one SQLite file (fleet.store: sqlite), or one
+ * real redis-server (fleet.store: redis, through the separately bundled client), against a
  * vendor that keeps one live token per key (a new gentoken revokes the previous one), with 4 s
  * tokens and steady traffic on each: about one gentoken call per renewal interval for the whole
  * fleet, and no failed request. Without the store each process renews alone and revokes the
@@ -23,13 +25,22 @@ const LIFETIME_SECONDS = 4;
 const RENEW_AT = 0.5;
 const RUN_MS = 12_000;
 
-describe('a fleet of processes on one SQLite file (whole processes)', () => {
+/** The `fleet` section of each process, on a store started for the test. */
+async function storeFor(kind: 'sqlite' | 'redis', dir: string, t: { after(fn: () => unknown): void }): Promise<Record<string, unknown>> {
+  if (kind === 'sqlite') return { store: 'sqlite', sqlitePath: join(dir, 'fleet.db') };
+  const redis = await startRedis();
+  t.after(() => redis.close());
+  return { store: 'redis', redisUrl: redis.url };
+}
+
+for (const kind of ['sqlite', 'redis'] as const) describe(`a fleet of processes on one ${kind} store (whole processes)`, () => {
   it('makes about one gentoken call per renewal interval and fails no request against a one-live-token vendor', async (t) => {
     assertBuildIsCurrent();
     const tls = await testTls();
     const vendor = await startOneTokenVendor(PROBE);
     t.after(() => vendor.close());
     const dir = mkdtempSync(join(tmpdir(), 'b2b-fleet-e2e-'));
+    const fleet = await storeFor(kind, dir, t);
     const sidecars: Array<{ proc: Spawned; port: number; adminPort: number }> = [];
     t.after(async () => {
       for (const s of sidecars) s.proc.child.kill('SIGTERM');
@@ -41,7 +52,7 @@ describe('a fleet of processes on one SQLite file (whole processes)', () => {
         listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 },
         service: { baseUrl: vendor.url, caFile: tls.caFile }, credentials: CREDENTIALS,
         token: { maxLifetimeSeconds: LIFETIME_SECONDS, renewAt: RENEW_AT, maxGentokenPerMinute: 600 },
-        fleet: { store: 'sqlite', sqlitePath: join(dir, 'fleet.db'), pollIntervalSeconds: 0.5 },
+        fleet: { ...fleet, pollIntervalSeconds: 0.5 },
       }));
       const proc = spawnCli(['run', '--config', config]);
       const [, listen, admin] = await proc.waitFor(/"listen":"127\.0\.0\.1:(\d+)","admin":"127\.0\.0\.1:(\d+)"/);
@@ -77,11 +88,11 @@ describe('a fleet of processes on one SQLite file (whole processes)', () => {
     // Each status shows the store and the shared record; no token in it.
     for (const s of sidecars) {
       const answer = await send(s.adminPort, { path: '/status' });
-      const fleet = (JSON.parse(answer.body.toString()) as SidecarStatus).token?.fleet;
-      assert.equal(fleet?.store, 'sqlite');
-      assert.equal(fleet?.state, 'up');
-      assert.equal(fleet?.source, 'shared');
-      assert.ok((fleet?.version ?? 0) >= 1);
+      const shared = (JSON.parse(answer.body.toString()) as SidecarStatus).token?.fleet;
+      assert.equal(shared?.store, kind);
+      assert.equal(shared?.state, 'up');
+      assert.equal(shared?.source, 'shared');
+      assert.ok((shared?.version ?? 0) >= 1);
       for (const token of vendor.tokens) assert.ok(!answer.body.toString().includes(token));
     }
   });
