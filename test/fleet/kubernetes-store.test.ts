@@ -53,6 +53,19 @@ async function until(check: () => boolean, what: string, ms = 5000): Promise<voi
   }
 }
 
+/** `promise`, or a failure naming `what` after `ms`. */
+async function within<T>(promise: Promise<T>, what: string, ms = 5000): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function rejectsWith(promise: Promise<unknown>, operation: string, pattern: RegExp): Promise<FleetStoreError> {
   const err = await promise.then(() => assert.fail('resolved'), (e: unknown) => e);
   assert.ok(err instanceof FleetStoreError, `a FleetStoreError, not ${String(err)}`);
@@ -181,7 +194,7 @@ describe('kubernetes store: the watch', () => {
       const k = newKey();
       let changes = 0;
       const stop = a.watch!(k, () => changes++);
-      await api.watching(1);
+      await within(api.watching(1), 'the watch');
       await until(() => changes === 1, 'the first sight of the record');
       assert.equal(await b.claim(k, 'b', 30_000), true);
       await b.publish(k, minted('tok-peer'), 0);
@@ -211,7 +224,7 @@ describe('kubernetes store: the watch', () => {
         const k = newKey();
         let changes = 0;
         a.watch!(k, () => changes++);
-        await api.watching(1);
+        await within(api.watching(1), 'the watch');
         await until(() => changes === 1, 'the first sight of the record');
         assert.equal(api.secret()?.metadata.resourceVersion, '101');
         // Other objects move the cluster's resourceVersion (to 108) past this Secret's (101); then
@@ -220,7 +233,7 @@ describe('kubernetes store: the watch', () => {
         const mark = api.requests.length;
         api.advanceOthers(7);
         api.compact({ as: c.as, notify: c.notify });
-        await api.watching(1);
+        await within(api.watching(1), 'a watch that the API server keeps open again');
         const calls = api.requests.slice(mark).map((r) => `${r.verb}:${r.query.get('resourceVersion') ?? ''}:${r.status}`);
         assert.deepEqual(calls, c.expect, 'resumes once, is told 410, lists, and watches from the list\'s resourceVersion');
         await b.publish(k, minted('tok-after-compaction'), 0);
