@@ -48,12 +48,13 @@ export class KubernetesApi {
 
   /**
    * A streaming GET (a watch): for a 200, `onObject` gets each newline-delimited JSON object as
-   * it arrives and the promise settles when the server ends the stream; for any other status the
+   * it arrives (after `onOpen`) and the promise settles when the server ends the stream; for any other status the
    * body is read whole and returned. Aborting `signal` ends the stream with an AbortError.
    */
-  async stream(path: string, signal: AbortSignal, onObject: (value: unknown) => void): Promise<ApiResponse> {
+  async stream(path: string, signal: AbortSignal, onObject: (value: unknown) => void, onOpen?: () => void): Promise<ApiResponse> {
     const res = await this.#authorized('GET', path, undefined, signal);
     if (res.statusCode !== 200) return { status: res.statusCode ?? 0, body: parseJson(await readBody(res)) };
+    onOpen?.();
     let pending = '';
     for await (const chunk of res as AsyncIterable<Buffer>) {
       pending += chunk.toString('utf8');
@@ -68,6 +69,9 @@ export class KubernetesApi {
         onObject(value);
       }
     }
+    // A connection cut mid-stream ends the iteration quietly: only `complete` tells it from the
+    // server's own end of the watch.
+    if (!res.complete) throw new Error('the watch stream was cut');
     return { status: 200, body: undefined };
   }
 

@@ -76,8 +76,6 @@ export class SecretWatch {
         if (this.#stopped) return;
         this.#lastStart = this.#o.clock.now();
         if ((await this.#watchOnce()) === 'expired') this.#resourceVersion = undefined;
-        if (this.#failures > 0) this.#o.logger.info('fleet store: the watch of Secret %s/%s works again', this.#o.namespace, this.#o.secretName);
-        this.#failures = 0;
       } catch (err) {
         if (this.#stopped) return;
         this.#abort?.abort();
@@ -132,6 +130,9 @@ export class SecretWatch {
       if (typeof version === 'string' && version !== '') this.#resourceVersion = version;
       if (event.type === 'ADDED' || event.type === 'MODIFIED') this.#o.onSecret(object);
       else if (event.type === 'DELETED') this.#o.onSecret(undefined);
+    }, () => {
+      if (this.#failures > 0) this.#o.logger.info('fleet store: the watch of Secret %s/%s works again', namespace, secretName);
+      this.#failures = 0;
     }).catch((err: unknown) => {
       if (expired) return { status: 410, body: undefined };
       throw err;

@@ -210,6 +210,34 @@ describe('kubernetes store: the watch', () => {
     }
   });
 
+  it('watches again after the connection drops, logging it once without the token', async () => {
+    const api = await startKubernetesApi();
+    const logged = createCaptureLogger();
+    const a = await open(api, { logger: logged.logger });
+    const b = await open(api);
+    try {
+      const k = newKey();
+      let changes = 0;
+      a.watch!(k, () => changes++);
+      await within(api.watching(1), 'the watch');
+      await until(() => changes === 1, 'the first sight of the record');
+      const watches = api.requests.filter((r) => r.verb === 'watch').length;
+      api.dropConnections();
+      await until(() => api.requests.filter((r) => r.verb === 'watch').length > watches && api.openWatches() === 1, 'a new watch');
+      await b.publish(k, minted('tok-after-reset'), 0);
+      await until(() => changes >= 2, 'onChange on the new watch');
+      const warnings = logged.lines().filter((l) => l.level === 'warn');
+      assert.equal(warnings.length, 1, logged.text());
+      assert.match(String(warnings[0]!.message), /the watch of Secret apps\/b2b-sidecar-fleet failed .*; again in \d+ ms/);
+      assert.ok(!logged.text().includes(api.token));
+      assert.equal(logged.lines().filter((l) => /works again/.test(String(l.message))).length, 1);
+    } finally {
+      await a.close();
+      await b.close();
+      await api.close();
+    }
+  });
+
   const CASES = [
     { name: 'an ERROR event with code 410 on the open watch', as: 'event', notify: true, expect: ['list::200', 'watch:108:200'] },
     { name: 'an ERROR event with code 410 when resuming', as: 'event', notify: false, expect: ['watch:101:200', 'list::200', 'watch:108:200'] },

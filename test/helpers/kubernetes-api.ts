@@ -52,6 +52,8 @@ export interface KubernetesApiServer {
    * (`notify`: with an ERROR 410 event first). `as`: how later too-old watches are refused.
    */
   compact(options?: { notify?: boolean; as?: 'event' | 'status' }): void;
+  /** Every open connection is cut (a restart of the API server, a load balancer's reset). */
+  dropConnections(): void;
   /** Open watch streams now. */
   openWatches(): number;
   /** Resolves when at least `n` watch streams are open. */
@@ -271,6 +273,9 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
         w.res.end();
         watchers.delete(w);
       }
+    },
+    dropConnections() {
+      for (const s of sockets) s.destroy();
     },
     openWatches: () => watchers.size,
     watching(n = 1) {
