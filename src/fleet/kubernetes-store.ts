@@ -1,10 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { systemClock, type Clock } from '../shared/clock.js';
-import { pemCertificatesProblem } from '../shared/tls.js';
 import type { Logger } from '../observability/logger.js';
-import { parseRecord, serializeRecord, type FleetRecord, type MintedRecord } from './fleet-record.js';
+import { serializeRecord, type FleetRecord, type MintedRecord } from './fleet-record.js';
 import { FleetStoreError, type FleetStore, type PublishResult, type StoreOperation } from './fleet-store.js';
 import { apiStatus, KubernetesApi } from './kubernetes-api.js';
+import { apiServerUrl, readCa, readNamespace, type InClusterEnv } from './kubernetes-in-cluster.js';
+import { CLAIM_SUFFIX, claimOf, encode, recordOf, type Claim } from './kubernetes-secret-data.js';
 import { SecretWatch, type SecretObject } from './kubernetes-watch.js';
 import { SERVICE_ACCOUNT_DIR, ServiceAccountToken, TOKEN_RELOAD_MS } from './service-account-token.js';
 
@@ -17,7 +17,7 @@ export interface KubernetesStoreOptions {
   /** `https://host:port` of the API server; default: from `env`, as every in-cluster client finds it. */
   apiServer?: string;
   /** The process environment's KUBERNETES_SERVICE_HOST and _PORT (kubelet sets them in every container). */
-  env?: { readonly KUBERNETES_SERVICE_HOST?: string; readonly KUBERNETES_SERVICE_PORT?: string };
+  env?: InClusterEnv;
   /** The projected service-account token; default `/var/run/secrets/kubernetes.io/serviceaccount/token`. */
   tokenFile?: string;
   /** The cluster's CA; default `…/serviceaccount/ca.crt`. */
@@ -39,12 +39,6 @@ export interface KubernetesStoreOptions {
 const DEFAULT_TIMEOUT_MS = 5000;
 /** A 409 means the Secret moved (any of its keys): re-read and decide again, within the deadline. */
 const MAX_CONFLICTS = 50;
-const CLAIM_SUFFIX = '.claim';
-
-interface Claim {
-  holder: string;
-  untilWall: number;
-}
 
 /**
  * The fleet store on one pre-created Kubernetes Secret (docs/fleet.md, "Kubernetes"): the record of
@@ -64,7 +58,7 @@ interface Claim {
  */
 export async function openKubernetesStore(options: KubernetesStoreOptions): Promise<FleetStore> {
   const clock = options.clock ?? systemClock;
-  const server = apiServerUrl(options);
+  const server = apiServerUrl(options.apiServer, options.env);
   const namespace = options.namespace ?? readNamespace(options.namespaceFile ?? `${SERVICE_ACCOUNT_DIR}/namespace`);
   const caFile = options.caFile ?? `${SERVICE_ACCOUNT_DIR}/ca.crt`;
   const caPem = readCa(caFile);
@@ -252,63 +246,6 @@ class KubernetesStore implements FleetStore {
 }
 
 const UNSEEN = Symbol('unseen');
-
-function apiServerUrl(o: KubernetesStoreOptions): URL {
-  if (o.apiServer) return new URL(o.apiServer);
-  const host = o.env?.KUBERNETES_SERVICE_HOST;
-  const port = o.env?.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) {
-    throw new Error('fleet store kubernetes: no API server address (KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are unset: not in a pod?)');
-  }
-  // An IPv6 service address needs brackets in a URL (client-go joins them with net.JoinHostPort).
-  return new URL(`https://${host.includes(':') ? `[${host}]` : host}:${port}`);
-}
-
-function readNamespace(file: string): string {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    throw new Error(`fleet store kubernetes: no namespace given and ${file} could not be read (${(err as NodeJS.ErrnoException).code ?? 'unreadable'}); set fleet.kubernetesNamespace`);
-  }
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(text)) throw new Error(`fleet store kubernetes: ${file} holds no namespace name`);
-  return text;
-}
-
-function readCa(file: string): string {
-  let pem: string;
-  try {
-    pem = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new Error(`fleet store kubernetes: the cluster CA ${file} could not be read (${(err as NodeJS.ErrnoException).code ?? 'unreadable'})`);
-  }
-  const problem = pemCertificatesProblem(pem);
-  if (problem) throw new Error(`fleet store kubernetes: the cluster CA ${file} ${problem}`);
-  return pem;
-}
-
-function encode(text: string): string {
-  return Buffer.from(text, 'utf8').toString('base64');
-}
-
-function decode(value: string | undefined): unknown {
-  if (typeof value !== 'string') return undefined;
-  try {
-    return JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function recordOf(value: string | undefined): FleetRecord | undefined {
-  return parseRecord(decode(value));
-}
-
-function claimOf(value: string | undefined): Claim | undefined {
-  const claim = decode(value) as Partial<Claim> | undefined;
-  if (typeof claim?.holder !== 'string' || typeof claim.untilWall !== 'number') return undefined;
-  return { holder: claim.holder, untilWall: claim.untilWall };
-}
 
 /** An API server's message, shortened and stripped of control characters, for a log line. */
 function printable(message: string | undefined): string {
