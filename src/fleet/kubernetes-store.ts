@@ -218,7 +218,9 @@ class KubernetesStore implements FleetStore {
         throw new FleetStoreError(operation, `the Kubernetes API server ${this.#api.origin} did not answer (${operation} on ${this.#what()}) within ${this.#timeoutMs} ms`, { cause: err });
       }
       const code = (err as NodeJS.ErrnoException).code;
-      throw new FleetStoreError(operation, `the Kubernetes API server ${this.#api.origin} could not be reached (${operation} on ${this.#what()}): ${code ?? (err as Error).message}`, { cause: err });
+      // A connection or TLS failure has a code; the rest (the token file) says itself what it is.
+      if (code === undefined) throw new FleetStoreError(operation, `${operation} on ${this.#what()}: ${(err as Error).message}`, { cause: err });
+      throw new FleetStoreError(operation, `the Kubernetes API server ${this.#api.origin} could not be reached (${operation} on ${this.#what()}): ${code}`, { cause: err });
     } finally {
       this.#clock.clearTimeout(timer);
     }

@@ -51,8 +51,8 @@ export class ServiceAccountToken {
     try {
       text = await readBoundedFile(this.#file, MAX_SECRET_FILE_BYTES);
     } catch (err) {
-      const why = err instanceof FileRefusedError ? err.reason : ((err as NodeJS.ErrnoException).code ?? 'unreadable');
-      throw new Error(`the service-account token file ${this.#file} could not be read (${why}): is automountServiceAccountToken on for the pod?`);
+      const why = err instanceof FileRefusedError ? err.reason : `could not be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+      throw new Error(`the service-account token file ${this.#file} ${why}: is automountServiceAccountToken on, or the token projected into this container?`);
     }
     const token = text.trim();
     if (token === '' || /[^\x21-\x7e]/.test(token)) throw new Error(`the service-account token file ${this.#file} holds no usable token`);

@@ -172,6 +172,17 @@ describe('kubernetes store: the projected service-account token', () => {
     }
   });
 
+  it('names the token file and the pod setting when there is no token file', async () => {
+    const api = await startKubernetesApi();
+    const store = await open(api, { tokenFile: join(dir, 'no-such-token') });
+    try {
+      await rejectsWith(store.read(newKey()), 'read', /read on Secret apps\/b2b-sidecar-fleet: the service-account token file .*no-such-token could not be read \(ENOENT\): is automountServiceAccountToken on/);
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
   it('reads the token file again after the reload interval, without waiting for a 401', async () => {
     const clock = new FakeClock();
     const file = tokenFile('first');
