@@ -176,7 +176,7 @@ describe('kubernetes store: the projected service-account token', () => {
     const api = await startKubernetesApi();
     const store = await open(api, { tokenFile: join(dir, 'no-such-token') });
     try {
-      await rejectsWith(store.read(newKey()), 'read', /read on Secret apps\/b2b-sidecar-fleet: the service-account token file .*no-such-token could not be read \(ENOENT\): is automountServiceAccountToken on/);
+      await rejectsWith(store.read(newKey()), 'read', /read on Secret apps\/b2b-sidecar-fleet: the service-account token file .*no-such-token does not exist: is automountServiceAccountToken on/);
     } finally {
       await store.close();
       await api.close();
