@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -78,6 +79,31 @@ describe('deploy/kubernetes/components/fleet-kubernetes', () => {
       const Model = MODELS[m.kind];
       assert.ok(Model, `no schema for ${m.kind}`);
       assert.doesNotThrow(() => new Model(m as never).validate(), `${m.kind} ${m.metadata.name}`);
+    }
+  });
+
+  it('uses only fields the Kubernetes API types know (TypeScript excess-property check)', () => {
+    // validate() accepts unknown keys (a misspelt `expirationSecond` would pass it); an object
+    // literal checked with `satisfies` against the API interface does not.
+    const TYPES: Record<string, [string, string]> = {
+      Deployment: ['kubernetes-models/apps/v1/Deployment', 'IDeployment'], Role: ['kubernetes-models/rbac.authorization.k8s.io/v1/Role', 'IRole'],
+      RoleBinding: ['kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding', 'IRoleBinding'], ConfigMap: ['kubernetes-models/v1/ConfigMap', 'IConfigMap'],
+      Secret: ['kubernetes-models/v1/Secret', 'ISecret'],
+    };
+    const source = [...Object.values(TYPES).map(([module, type]) => `import type { ${type} } from '${module}';`),
+      ...manifests.map((m, i) => `// ${m.kind} ${m.metadata.name}\nexport const m${i} = ${JSON.stringify(m, null, 1)} satisfies ${TYPES[m.kind]![1]};`), ''].join('\n');
+    mkdirSync(join(repo, '.tmp'), { recursive: true });
+    const dir = mkdtempSync(join(repo, '.tmp', 'deploy-fleet-types-'));
+    try {
+      writeFileSync(join(dir, 'manifests.ts'), source);
+      writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({
+        compilerOptions: { strict: true, noEmit: true, module: 'NodeNext', moduleResolution: 'NodeNext', skipLibCheck: true, types: [] },
+        files: ['manifests.ts'],
+      }));
+      const tsc = spawnSync(join(repo, 'node_modules/.bin/tsc'), ['-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' });
+      assert.equal(tsc.status, 0, `${tsc.stdout}${tsc.stderr}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -170,7 +196,7 @@ describe('deploy/kubernetes/components/fleet-kubernetes', () => {
       assert.equal(await store.invalidate(key, 1), true);
       await store.release(key, 'pod-a');
       assert.equal((await store.read(key))?.invalid, true);
-      await api.watching(1);
+      await Promise.race([api.watching(1), new Promise((_, reject) => setTimeout(() => reject(new Error('no watch within 5 s')), 5000).unref())]);
       assert.deepEqual(api.requests.filter((r) => r.status === 403 || r.status === 401), [], 'nothing refused');
       assert.deepEqual([...new Set(api.requests.map((r) => r.verb))].sort(), [...role.rules![0]!.verbs].sort(), 'every verb granted is used');
     } finally {
