@@ -18,7 +18,8 @@ import { testTls } from './tls.js';
  * - a WATCH from a resourceVersion older than the compaction floor answers an ERROR event whose
  *   Status has code 410, reason Expired (the watch cache's way), or an HTTP 410 (reason Gone) when
  *   told so; from a version in range, every later change of the Secret; with none, a synthetic
- *   ADDED of the current state first; the stream ends after `timeoutSeconds`;
+ *   ADDED of the current state first; the stream ends after `timeoutSeconds`; a BOOKMARK (when
+ *   `allowWatchBookmarks=true`) carries only a resourceVersion;
  * - a bearer token is checked on every request (401 Unauthorized for an unknown one) and each
  *   token has an RBAC role: verbs on the one Secret by `resourceNames`, where a list or watch is
  *   allowed only with a `metadata.name` field selector naming it (403 Forbidden otherwise);
@@ -52,6 +53,8 @@ export interface KubernetesApiServer {
    * (`notify`: with an ERROR 410 event first). `as`: how later too-old watches are refused.
    */
   compact(options?: { notify?: boolean; as?: 'event' | 'status' }): void;
+  /** A BOOKMARK event with the current resourceVersion to each watch that allowed bookmarks. */
+  bookmark(): void;
   /** Every open connection is cut (a restart of the API server, a load balancer's reset). */
   dropConnections(): void;
   /** Open watch streams now. */
@@ -69,7 +72,7 @@ export interface SecretState {
   data?: Record<string, string>;
 }
 
-interface Watcher { res: ServerResponse; from: number }
+interface Watcher { res: ServerResponse; from: number; bookmarks: boolean }
 
 const SA = 'system:serviceaccount:apps:orders-service';
 
@@ -209,7 +212,7 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     } else {
       for (const e of history) if (e.rv > from) send(res, { type: e.type, object: e.object });
     }
-    const watcher = { res, from: from ?? revision };
+    const watcher = { res, from: from ?? revision, bookmarks: url.searchParams.get('allowWatchBookmarks') === 'true' };
     watchers.add(watcher);
     const seconds = Number(url.searchParams.get('timeoutSeconds') ?? '1800');
     const timer = setTimeout(() => res.end(), seconds * 1000);
@@ -273,6 +276,10 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
         w.res.end();
         watchers.delete(w);
       }
+    },
+    bookmark() {
+      // Only resourceVersion is set in a bookmark's object (API concepts, "Watch bookmarks").
+      for (const w of watchers) if (w.bookmarks) send(w.res, { type: 'BOOKMARK', object: { kind: 'Secret', apiVersion: 'v1', metadata: { resourceVersion: String(revision) } } });
     },
     dropConnections() {
       for (const s of sockets) s.destroy();
