@@ -83,12 +83,27 @@ export class KubernetesApi {
   /** Sends with the token held; on a 401, reads the token file again and sends once more with the new one. */
   async #authorized(method: string, path: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
     const token = await this.#token.get();
-    const res = await this.#send(method, path, token, body, signal);
+    const res = await this.#sendOnce(method, path, token, body, signal);
     if (res.statusCode !== 401) return res;
     const fresh = await this.#token.get(true);
     if (fresh === token) return res;
     res.resume();
-    return this.#send(method, path, fresh, body, signal);
+    return this.#sendOnce(method, path, fresh, body, signal);
+  }
+
+  /**
+   * A request that failed on a kept-alive connection the server had just closed, before any answer,
+   * is sent once more on a new one (docs/traps.md T9). Safe for every call the store makes: a GET
+   * reads, and a PUT repeated after it was applied carries a resourceVersion that is now stale, so
+   * it answers 409 and the store reads again.
+   */
+  async #sendOnce(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+    try {
+      return await this.#send(method, path, token, body, signal);
+    } catch (err) {
+      if (!(err as { reusedSocket?: boolean }).reusedSocket || signal.aborted) throw err;
+      return this.#send(method, path, token, body, signal);
+    }
   }
 
   #send(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
@@ -114,7 +129,7 @@ export class KubernetesApi {
       };
       signal.addEventListener('abort', onAbort, { once: true });
       req.on('close', () => signal.removeEventListener('abort', onAbort));
-      req.on('error', reject);
+      req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket && response === undefined })));
       req.end(payload);
     });
   }

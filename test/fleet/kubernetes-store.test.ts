@@ -116,6 +116,21 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
     }
   });
 
+  it('sends a request again, once, when the kept-alive connection it went out on is closed before any answer', async () => {
+    const api = await startKubernetesApi();
+    const store = await open(api);
+    try {
+      const k = newKey();
+      await store.publish(k, minted('tok-1'), 0);
+      api.dropNextRequest();
+      assert.equal((await store.read(k))?.token, 'tok-1');
+      assert.deepEqual(api.requests.slice(-2).map((r) => r.status), [0, 200], 'the first went unanswered, the second on a new connection');
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
   it('keeps the record as base64 JSON in data key <key> and the claim in <key>.claim', async () => {
     const api = await startKubernetesApi();
     const store = await open(api);

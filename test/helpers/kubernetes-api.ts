@@ -55,6 +55,8 @@ export interface KubernetesApiServer {
   compact(options?: { notify?: boolean; as?: 'event' | 'status' }): void;
   /** A BOOKMARK event with the current resourceVersion to each watch that allowed bookmarks. */
   bookmark(): void;
+  /** The next request's connection is closed without an answer (a kept-alive connection the server closed just as it was reused). */
+  dropNextRequest(): void;
   /** Every open connection is cut (a restart of the API server, a load balancer's reset). */
   dropConnections(): void;
   /** Open watch streams now. */
@@ -90,6 +92,7 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
   const roles = new Map<string, Set<string>>();
   const waiters: Array<() => void> = [];
   let putHook: (() => void) | undefined;
+  let dropNext = false;
   let token = newToken();
   roles.set(token, new Set(['get', 'list', 'watch', 'update']));
   const requests: KubernetesApiServer['requests'] = [];
@@ -131,6 +134,11 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     const url = new URL(req.url ?? '/', 'https://api.invalid');
     const record = { method: req.method ?? '', path: url.pathname, query: url.searchParams, verb: '', status: 0 };
     requests.push(record);
+    if (dropNext) {
+      dropNext = false;
+      req.socket.destroy();
+      return;
+    }
     const reply = (status: number, object: unknown) => {
       record.status = status;
       res.writeHead(status, { 'content-type': 'application/json' });
@@ -202,6 +210,9 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     if (tooOld && expiredAs === 'status') return fail(410, 'Gone', `too old resource version: ${from} (${floor})`);
     record.status = 200;
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    // The API server flushes a watch's headers at once, before any event (apiserver
+    // pkg/endpoints/handlers/watch.go, WatchServer.ServeHTTP).
+    res.flushHeaders();
     if (tooOld) {
       send(res, { type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${from} (${floor})`, reason: 'Expired', code: 410 } });
       res.end();
@@ -280,6 +291,9 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     bookmark() {
       // Only resourceVersion is set in a bookmark's object (API concepts, "Watch bookmarks").
       for (const w of watchers) if (w.bookmarks) send(w.res, { type: 'BOOKMARK', object: { kind: 'Secret', apiVersion: 'v1', metadata: { resourceVersion: String(revision) } } });
+    },
+    dropNextRequest() {
+      dropNext = true;
     },
     dropConnections() {
       for (const s of sockets) s.destroy();
