@@ -81,8 +81,7 @@ export class SecretWatch {
         this.#abort?.abort();
         this.#failures++;
         const delay = this.#backoff();
-        const log = this.#failures === 1 ? this.#o.logger.warn : this.#o.logger.debug;
-        log('fleet store: the watch of Secret %s/%s failed (%s); again in %d ms (peers\' changes are seen by polling meanwhile)',
+        this.#o.logger[this.#failures === 1 ? 'warn' : 'debug']('fleet store: the watch of Secret %s/%s failed (%s); again in %d ms (peers\' changes are seen by polling meanwhile)',
           this.#o.namespace, this.#o.secretName, (err as Error).message, delay);
         // After a failure the history may be gone too: start again from a list.
         this.#resourceVersion = undefined;
