@@ -109,6 +109,11 @@ export class SecretWatch {
     // replicas' reconnections; the client-side deadline only catches a connection that went silent.
     const timeoutSeconds = 300 + Math.floor(random() * 300);
     const signal = this.#deadline(timeoutSeconds * 1000 + 60_000);
+    // The answer's headers come within the list's deadline, or the connection is given up: an API
+    // server that accepts and never answers must not hold the feed for the watch's whole timeout.
+    const controller = this.#abort!;
+    const headers = this.#o.clock.setTimeout(() => controller.abort(), this.#o.listTimeoutMs);
+    signal.addEventListener('abort', () => this.#o.clock.clearTimeout(headers), { once: true });
     const query = `watch=1&fieldSelector=${encodeURIComponent(`metadata.name=${secretName}`)}&resourceVersion=${encodeURIComponent(this.#resourceVersion ?? '')}&allowWatchBookmarks=true&timeoutSeconds=${timeoutSeconds}`;
     let expired = false;
     const res = await this.#o.api.stream(`/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets?${query}`, signal, (value) => {
@@ -130,6 +135,7 @@ export class SecretWatch {
       if (event.type === 'ADDED' || event.type === 'MODIFIED') this.#o.onSecret(object);
       else if (event.type === 'DELETED') this.#o.onSecret(undefined);
     }, () => {
+      this.#o.clock.clearTimeout(headers);
       if (this.#failures > 0) this.#o.logger.info('fleet store: the watch of Secret %s/%s works again', namespace, secretName);
       this.#failures = 0;
     }).catch((err: unknown) => {

@@ -381,6 +381,22 @@ describe('kubernetes store: what an operator is told', () => {
     }
   });
 
+  it('gives up a watch request that gets no answer within the operation deadline, and watches again', async () => {
+    const api = await startKubernetesApi();
+    const logged = createCaptureLogger();
+    const store = await open(api, { operationTimeoutMs: 300, logger: logged.logger });
+    try {
+      api.hangWatches(true);
+      store.watch!(newKey(), () => undefined);
+      await until(() => logged.lines().some((l) => l.level === 'warn' && /the watch of Secret apps\/b2b-sidecar-fleet failed \(the request was aborted\)/.test(String(l.message))), 'the watch\'s failure');
+      api.hangWatches(false);
+      await within(api.watching(1), 'a watch answered');
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
   it('finds the API server from KUBERNETES_SERVICE_HOST/PORT and the namespace from the service-account file; refuses to open without them', async () => {
     const api = await startKubernetesApi();
     const namespaceFile = join(dir, 'namespace');

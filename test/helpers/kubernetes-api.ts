@@ -55,6 +55,8 @@ export interface KubernetesApiServer {
   compact(options?: { notify?: boolean; as?: 'event' | 'status' }): void;
   /** A BOOKMARK event with the current resourceVersion to each watch that allowed bookmarks. */
   bookmark(): void;
+  /** While set, a watch request is never answered (not even its headers): an API server that hangs. */
+  hangWatches(on: boolean): void;
   /** The next request's connection is closed without an answer (a kept-alive connection the server closed just as it was reused). */
   dropNextRequest(): void;
   /** Every open connection is cut (a restart of the API server, a load balancer's reset). */
@@ -93,6 +95,7 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
   const waiters: Array<() => void> = [];
   let putHook: (() => void) | undefined;
   let dropNext = false;
+  let hang = false;
   let token = newToken();
   roles.set(token, new Set(['get', 'list', 'watch', 'update']));
   const requests: KubernetesApiServer['requests'] = [];
@@ -203,6 +206,7 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
   }
 
   function startWatch(url: URL, res: ServerResponse, record: { status: number }, fail: (code: number, reason: string, message: string) => void): void {
+    if (hang) return;
     const param = url.searchParams.get('resourceVersion') ?? '';
     const from = param === '' || param === '0' ? undefined : Number(param);
     if (from !== undefined && !Number.isInteger(from)) return fail(400, 'BadRequest', `invalid resource version: ${param}`);
@@ -291,6 +295,9 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     bookmark() {
       // Only resourceVersion is set in a bookmark's object (API concepts, "Watch bookmarks").
       for (const w of watchers) if (w.bookmarks) send(w.res, { type: 'BOOKMARK', object: { kind: 'Secret', apiVersion: 'v1', metadata: { resourceVersion: String(revision) } } });
+    },
+    hangWatches(on) {
+      hang = on;
     },
     dropNextRequest() {
       dropNext = true;
