@@ -108,7 +108,7 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo, preloaded?:
     if (config.fleet.store !== 'none') {
       // Read-only: the record a running fleet shares is never moved (doctor/fleet-check.ts); each set has its own.
       for (const { set, store } of stores) {
-        const fleetStore = await openFleetStore(config, { logger: createLogger({ level: 'error', secrets, stream: io.stderr }) }).catch((err: unknown) => err as Error);
+        const fleetStore = await openFleetStore(config, { logger: createLogger({ level: 'error', secrets, stream: io.stderr }), env: io.env }).catch((err: unknown) => err as Error);
         const named = stores.length > 1 ? ` (credential set "${set.id}")` : '';
         if (fleetStore instanceof Error) steps.push({ step: 'fleet', ok: false, detail: `fleet.store ${config.fleet.store}${named}: ${fleetStore.message}` });
         else if (fleetStore) steps.push(await checkFleetStore(fleetStore, configForSet(config, set).service.baseUrl, store.current().apiKey));

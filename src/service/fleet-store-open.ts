@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import type { Config } from '../config/schema.js';
 import type { FleetStore } from '../fleet/fleet-store.js';
 import type { Logger } from '../observability/logger.js';
@@ -11,7 +12,7 @@ import type { FleetOptions } from '../token/fleet-source.js';
  * the store's server: an engine connects on first use, so a store down at start does not stop
  * the start (docs/fleet.md, "When the store is down").
  */
-export async function openFleetStore(config: Config, deps: { logger: Logger }): Promise<FleetStore | undefined> {
+export async function openFleetStore(config: Config, deps: { logger: Logger; env?: Readonly<Record<string, string | undefined>> }): Promise<FleetStore | undefined> {
   const fleet = config.fleet;
   switch (fleet.store) {
     case 'none':
@@ -29,8 +30,17 @@ export async function openFleetStore(config: Config, deps: { logger: Logger }): 
         ...(fleet.redisCaFile ? { caFile: fleet.redisCaFile } : {}),
       });
     }
-    case 'kubernetes':
-      throw new Error('fleet.store kubernetes is not available in this build');
+    case 'kubernetes': {
+      const { openKubernetesStore } = await import('../fleet/kubernetes-store.js');
+      const env = deps.env ?? {};
+      const dir = fleet.kubernetesServiceAccountDir;
+      return openKubernetesStore({
+        secretName: fleet.kubernetesSecret!, logger: deps.logger,
+        ...(fleet.kubernetesNamespace ? { namespace: fleet.kubernetesNamespace } : {}),
+        env: { KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST, KUBERNETES_SERVICE_PORT: env.KUBERNETES_SERVICE_PORT },
+        tokenFile: join(dir, 'token'), caFile: join(dir, 'ca.crt'), namespaceFile: join(dir, 'namespace'),
+      });
+    }
   }
 }
 

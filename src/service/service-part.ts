@@ -106,7 +106,7 @@ export async function startServicePart(config: Config, deps: {
   }), (u) => u.close());
   const client = tokenClientOn(config, upstream);
   // The fleet store (fleet.store), closed after the token manager has stopped (and released its claim).
-  const store = await openFleetStore(config, { logger });
+  const store = await openFleetStore(config, { logger, env: deps.env ?? process.env });
   if (store) await group.started(Promise.resolve(store), (s) => s.close());
   const tokens = await group.started(new TokenManager({
     client, credentials, clock, logger, secrets, random: deps.random,

@@ -22,7 +22,7 @@ function problemsOf(raw: unknown): string[] {
 describe('config: the fleet section', () => {
   it('defaults to no store, local on a store outage, and timings that need no tuning', () => {
     const config = validateConfig(base());
-    assert.deepEqual(config.fleet, { store: 'none', onStoreDown: 'local', pollIntervalSeconds: 5, claimMarginSeconds: 5, clockSkewSeconds: 1 });
+    assert.deepEqual(config.fleet, { store: 'none', kubernetesServiceAccountDir: '/var/run/secrets/kubernetes.io/serviceaccount', onStoreDown: 'local', pollIntervalSeconds: 5, claimMarginSeconds: 5, clockSkewSeconds: 1 });
   });
 
   it('names the key each store needs, by key', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -10,6 +10,7 @@ import { CREDENTIALS, send } from '../helpers/stack.js';
 import { testTls } from '../helpers/tls.js';
 import { startOneTokenVendor } from '../helpers/vendors.js';
 import { startRedis } from '../helpers/redis-server.js';
+import { startKubernetesApi } from '../helpers/kubernetes-api.js';
 
 /**
  * Several real `run` processes on one host sharing one SQLite file (fleet.store: sqlite), or one
@@ -25,22 +26,40 @@ const LIFETIME_SECONDS = 4;
 const RENEW_AT = 0.5;
 const RUN_MS = 12_000;
 
-/** The `fleet` section of each process, on a store started for the test. */
-async function storeFor(kind: 'sqlite' | 'redis', dir: string, t: { after(fn: () => unknown): void }): Promise<Record<string, unknown>> {
-  if (kind === 'sqlite') return { store: 'sqlite', sqlitePath: join(dir, 'fleet.db') };
-  const redis = await startRedis();
-  t.after(() => redis.close());
-  return { store: 'redis', redisUrl: redis.url };
+/**
+ * The `fleet` section of each process and its environment, on a store started for the test; for
+ * Kubernetes, the test API server (test/helpers/kubernetes-api.ts) found as in a pod: the service
+ * host and port in the environment, the token, CA and namespace in a service-account folder.
+ */
+async function storeFor(kind: 'sqlite' | 'redis' | 'kubernetes', dir: string, t: { after(fn: () => unknown): void }): Promise<{ fleet: Record<string, unknown>; env: Record<string, string> }> {
+  if (kind === 'sqlite') return { fleet: { store: 'sqlite', sqlitePath: join(dir, 'fleet.db') }, env: {} };
+  if (kind === 'redis') {
+    const redis = await startRedis();
+    t.after(() => redis.close());
+    return { fleet: { store: 'redis', redisUrl: redis.url }, env: {} };
+  }
+  const api = await startKubernetesApi();
+  t.after(() => api.close());
+  const account = join(dir, 'serviceaccount');
+  mkdirSync(account);
+  writeFileSync(join(account, 'token'), api.token);
+  writeFileSync(join(account, 'ca.crt'), (await testTls()).caPem);
+  writeFileSync(join(account, 'namespace'), api.namespace);
+  const { hostname, port } = new URL(api.url);
+  return {
+    fleet: { store: 'kubernetes', kubernetesSecret: api.secretName, kubernetesServiceAccountDir: account },
+    env: { KUBERNETES_SERVICE_HOST: hostname, KUBERNETES_SERVICE_PORT: port },
+  };
 }
 
-for (const kind of ['sqlite', 'redis'] as const) describe(`a fleet of processes on one ${kind} store (whole processes)`, () => {
+for (const kind of ['sqlite', 'redis', 'kubernetes'] as const) describe(`a fleet of processes on one ${kind} store (whole processes)`, () => {
   it('makes about one gentoken call per renewal interval and fails no request against a one-live-token vendor', async (t) => {
     assertBuildIsCurrent();
     const tls = await testTls();
     const vendor = await startOneTokenVendor(PROBE);
     t.after(() => vendor.close());
     const dir = mkdtempSync(join(tmpdir(), 'b2b-fleet-e2e-'));
-    const fleet = await storeFor(kind, dir, t);
+    const { fleet, env } = await storeFor(kind, dir, t);
     const sidecars: Array<{ proc: Spawned; port: number; adminPort: number }> = [];
     t.after(async () => {
       for (const s of sidecars) s.proc.child.kill('SIGTERM');
@@ -54,7 +73,7 @@ for (const kind of ['sqlite', 'redis'] as const) describe(`a fleet of processes 
         token: { maxLifetimeSeconds: LIFETIME_SECONDS, renewAt: RENEW_AT, maxGentokenPerMinute: 600 },
         fleet: { ...fleet, pollIntervalSeconds: 0.5 },
       }));
-      const proc = spawnCli(['run', '--config', config]);
+      const proc = spawnCli(['run', '--config', config], env);
       const [, listen, admin] = await proc.waitFor(/"listen":"127\.0\.0\.1:(\d+)","admin":"127\.0\.0\.1:(\d+)"/);
       sidecars.push({ proc, port: Number(listen), adminPort: Number(admin) });
     }

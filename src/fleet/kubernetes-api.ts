@@ -1,0 +1,168 @@
+import type { IncomingMessage } from 'node:http';
+import { Agent, request } from 'node:https';
+import type { ServiceAccountToken } from './service-account-token.js';
+
+/** An API answer: its status and its JSON body (undefined when it was not JSON). */
+export interface ApiResponse {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+/** A Kubernetes `Status` object, as every error answer carries it (meta/v1 Status). */
+export interface ApiStatus {
+  readonly kind?: string;
+  readonly status?: string;
+  readonly message?: string;
+  readonly reason?: string;
+  readonly code?: number;
+}
+
+/** A Secret is at most 1 MiB; a list of one is a little more. Anything larger is not ours. */
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Plain HTTPS to the Kubernetes API server, the in-cluster way: the cluster's CA (ca.crt of the
+ * service-account volume) as the only trust anchor, the service account's bearer token, and a 401
+ * answered by reading the token file again and sending once more (kubelet rotates a projected
+ * token; docs/traps.md T91). No client library: the store makes four calls (GET, LIST and PUT of
+ * one Secret, and a watch of it), each written from the API reference (test/fixtures/kubernetes/README.md).
+ */
+export class KubernetesApi {
+  readonly origin: string;
+  readonly #agent: Agent;
+  readonly #token: ServiceAccountToken;
+
+  constructor(server: URL, caPem: string, token: ServiceAccountToken) {
+    this.origin = server.origin;
+    this.#token = token;
+    // The cluster CA alone, as client-go's in-cluster config trusts it: the API server's
+    // certificate is never signed by a public CA, and nothing else should be able to answer.
+    this.#agent = new Agent({ keepAlive: true, ca: caPem, maxSockets: 16, rejectUnauthorized: true });
+  }
+
+  /** One request; the body of the answer is read whole (bounded). `body` is sent as JSON. */
+  async request(method: 'GET' | 'PUT', path: string, options: { body?: unknown; signal: AbortSignal }): Promise<ApiResponse> {
+    const res = await this.#authorized(method, path, options.body, options.signal);
+    return { status: res.statusCode ?? 0, body: parseJson(await readBody(res)) };
+  }
+
+  /**
+   * A streaming GET (a watch): for a 200, `onObject` gets each newline-delimited JSON object as
+   * it arrives (after `onOpen`) and the promise settles when the server ends the stream; for any other status the
+   * body is read whole and returned. Aborting `signal` ends the stream with an AbortError.
+   */
+  async stream(path: string, signal: AbortSignal, onObject: (value: unknown) => void, onOpen?: () => void): Promise<ApiResponse> {
+    const res = await this.#authorized('GET', path, undefined, signal);
+    if (res.statusCode !== 200) return { status: res.statusCode ?? 0, body: parseJson(await readBody(res)) };
+    onOpen?.();
+    let pending = '';
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      pending += chunk.toString('utf8');
+      if (pending.length > MAX_BODY_BYTES) throw new Error('a watch event larger than 4 MiB');
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline).trim();
+        pending = pending.slice(newline + 1);
+        if (line === '') continue;
+        const value = parseJson(line);
+        if (value === undefined) throw new Error('the watch stream carried a line that is not JSON');
+        onObject(value);
+      }
+    }
+    // A connection cut mid-stream ends the iteration quietly: only `complete` tells it from the
+    // server's own end of the watch.
+    if (!res.complete) throw new Error('the watch stream was cut');
+    return { status: 200, body: undefined };
+  }
+
+  /** Closes idle and open connections (watches included). */
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  /** Sends with the token held; on a 401, reads the token file again and sends once more with the new one. */
+  async #authorized(method: string, path: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+    const token = await this.#token.get();
+    const res = await this.#sendOnce(method, path, token, body, signal);
+    if (res.statusCode !== 401) return res;
+    const fresh = await this.#token.get(true);
+    if (fresh === token) return res;
+    res.resume();
+    return this.#sendOnce(method, path, fresh, body, signal);
+  }
+
+  /**
+   * A request that failed on a kept-alive connection the server had just closed, before any answer,
+   * is sent once more on a new one (docs/traps.md T9). Safe for every call the store makes: a GET
+   * reads, and a PUT repeated after it was applied carries a resourceVersion that is now stale, so
+   * it answers 409 and the store reads again.
+   */
+  async #sendOnce(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+    try {
+      return await this.#send(method, path, token, body, signal);
+    } catch (err) {
+      if (!(err as { reusedSocket?: boolean }).reusedSocket || signal.aborted) throw err;
+      return this.#send(method, path, token, body, signal);
+    }
+  }
+
+  #send(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(abortError());
+      let response: IncomingMessage | undefined;
+      const req = request(new URL(path, this.origin), {
+        method,
+        agent: this.#agent,
+        headers: {
+          accept: 'application/json',
+          authorization: `Bearer ${token}`,
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+        },
+      }, (res) => resolve((response = res)));
+      // Not request()'s own `signal` option: it stays attached after the answer is complete, and an
+      // abort then destroys the socket the keep-alive agent already took back for the next request,
+      // an 'error' with no listener that ends the process (measured on Node 24.21). A complete
+      // answer is left alone: what it holds is read from its buffer.
+      const onAbort = () => {
+        if (!response?.complete) req.destroy(abortError());
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      req.on('close', () => signal.removeEventListener('abort', onAbort));
+      req.on('error', (err) => reject(Object.assign(err, { reusedSocket: req.reusedSocket && response === undefined })));
+      req.end(payload);
+    });
+  }
+}
+
+function abortError(): Error {
+  return Object.assign(new Error('the request was aborted'), { name: 'AbortError', code: 'ABORT_ERR' });
+}
+
+async function readBody(res: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      res.destroy();
+      throw new Error('an answer larger than 4 MiB');
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The Status object of an error answer, or undefined when the body is not one. */
+export function apiStatus(body: unknown): ApiStatus | undefined {
+  if (typeof body !== 'object' || body === null || (body as ApiStatus).kind !== 'Status') return undefined;
+  return body as ApiStatus;
+}
