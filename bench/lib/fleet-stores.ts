@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import type { TlsMaterial } from '../../src/simulator/certs.js';
+import { startKubernetesApi } from '../../test/helpers/kubernetes-api.js';
 import { sleep } from './setup.js';
 import { spawnManaged, type Managed } from './spawn.js';
 
@@ -16,12 +18,81 @@ export interface StoreFixture {
   close(): Promise<void>;
 }
 
-export async function fleetStoreFixture(kind: 'redis' | 'sqlite' | 'kubernetes', work: string, _tls: TlsMaterial): Promise<StoreFixture> {
+export async function fleetStoreFixture(kind: 'redis' | 'sqlite' | 'kubernetes', work: string): Promise<StoreFixture> {
   if (kind === 'sqlite') {
     return { config: { store: 'sqlite', sqlitePath: join(work, 'fleet.db') }, env: {}, close: async () => undefined };
   }
   if (kind === 'redis') return redisFixture(work);
-  throw new Error(`store ${kind}: not in this benchmark yet`);
+  return kubernetesFixture(work);
+}
+
+/**
+ * The test API server of the tests (test/helpers/kubernetes-api.ts, its behaviours drawn from the
+ * Kubernetes API reference), behind a TCP relay on a fixed port that the outage closes: the
+ * replicas find it as in a pod (service host and port, a service-account folder).
+ */
+async function kubernetesFixture(work: string): Promise<StoreFixture> {
+  // The test API server serves with the tests' own CA (test/helpers/tls.ts); trust that one.
+  const { testTls } = await import('../../test/helpers/tls.js');
+  const api = await startKubernetesApi();
+  const target = new URL(api.url);
+  const relay = await tcpRelay(Number(target.port));
+  const account = join(work, 'serviceaccount');
+  mkdirSync(account);
+  writeFileSync(join(account, 'token'), api.token);
+  writeFileSync(join(account, 'ca.crt'), (await testTls()).caPem);
+  writeFileSync(join(account, 'namespace'), api.namespace);
+  const startedAt = performance.now();
+  return {
+    config: { store: 'kubernetes', kubernetesSecret: api.secretName, kubernetesServiceAccountDir: account },
+    env: { KUBERNETES_SERVICE_HOST: '127.0.0.1', KUBERNETES_SERVICE_PORT: String(relay.port) },
+    stop: () => relay.stop(),
+    start: () => relay.start(),
+    load: async () => {
+      const minutes = (performance.now() - startedAt) / 60_000;
+      const byVerb: Record<string, number> = {};
+      for (const r of api.requests) byVerb[r.verb] = (byVerb[r.verb] ?? 0) + 1;
+      return Object.entries(byVerb).sort((a, b) => b[1] - a[1]).map(([v, n]) => `${v} ${(n / minutes).toFixed(0)}/min`).join(', ') + ' (API requests by verb, the whole fleet)';
+    },
+    close: async () => {
+      await relay.stop();
+      await api.close();
+    },
+  };
+}
+
+/** A TCP relay on one port to `targetPort`, which can be closed (connections cut) and opened again on the same port. */
+async function tcpRelay(targetPort: number): Promise<{ port: number; stop(): Promise<void>; start(): Promise<void> }> {
+  let server: Server | undefined;
+  const sockets = new Set<Socket>();
+  let port = 0;
+  const start = () => new Promise<void>((resolve, reject) => {
+    server = createServer((client) => {
+      const upstream = connect(targetPort, '127.0.0.1');
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('close', () => sockets.delete(s)).on('error', () => undefined);
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => {
+      port = (server!.address() as { port: number }).port;
+      resolve();
+    });
+  });
+  await start();
+  return {
+    get port() {
+      return port;
+    },
+    stop: async () => {
+      const closing = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+      for (const s of sockets) s.destroy();
+      await closing;
+    },
+    start,
+  };
 }
 
 /** A real redis-server (Debian's package) on a unix socket in `work`; persistence off. */
@@ -31,7 +102,7 @@ async function redisFixture(work: string): Promise<StoreFixture> {
   const startedAt = performance.now();
   const start = async () => {
     proc = spawnManaged('redis', 'redis-server', ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--save', '', '--appendonly', 'no'], { cwd: work });
-    await proc.waitForLine((l) => l.includes('Ready to accept connections'), 10_000);
+    await proc.waitForLine((l) => l.includes('ready to accept connections'), 10_000);
   };
   await start();
   const stats = () => {

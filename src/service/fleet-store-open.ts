@@ -60,6 +60,7 @@ export function fleetOptions(config: Config, store: FleetStore, metrics?: Pick<M
     pollIntervalMs: fleet.pollIntervalSeconds * 1000,
     // Longer than the gentoken deadline by construction: a claim never lapses during the call.
     claimMs: config.service.tokenTimeoutMs + fleet.claimMarginSeconds * 1000,
+    claimMarginMs: fleet.claimMarginSeconds * 1000,
     clockSkewMs: fleet.clockSkewSeconds * 1000,
     credentialId,
     ...(metrics ? {

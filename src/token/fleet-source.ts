@@ -25,6 +25,12 @@ export interface FleetOptions {
   pollIntervalMs: number;
   /** The renewal claim's lifetime, in ms: longer than the gentoken deadline. */
   claimMs: number;
+  /**
+   * The part of claimMs beyond the gentoken deadline (the reads and the publish around the call),
+   * in ms; it is cut to a tenth of the token's lifetime, so a claimant that dies is replaced well
+   * inside a short token's remaining life. Default 0: claimMs as given.
+   */
+  claimMarginMs?: number;
   /** Hosts' clocks may differ by this much, in ms: a shared token is taken to end this much sooner. */
   clockSkewMs: number;
   /** The metric label of this credential set. */
@@ -221,7 +227,7 @@ export class FleetSource implements TokenAcquisition {
     for (;;) {
       let won: boolean;
       try {
-        won = await this.#store.claim(key, this.#o.holder, this.#o.claimMs);
+        won = await this.#store.claim(key, this.#o.holder, this.#claimMs());
       } catch (err) {
         this.#o.onClaim?.('error');
         return this.#whileDown(err, trigger);
@@ -240,7 +246,8 @@ export class FleetSource implements TokenAcquisition {
    */
   async #follow(key: string, trigger: PacedTrigger): Promise<TokenSnapshot | undefined> {
     // Claim again every second: a dead claimant's claim is taken over as soon as it lapses.
-    const until = this.#clock.now() + Math.min(this.#o.claimMs, RECLAIM_INTERVAL_MS);
+    // A quarter of a short claim: a 1.4 s claim of a 4 s token is taken over within 350 ms of lapsing.
+    const until = this.#clock.now() + Math.max(FOLLOW_INTERVAL_MS, Math.min(this.#claimMs() / 4, RECLAIM_INTERVAL_MS));
     let woke: (() => void) | undefined;
     const unwatch = this.#store.watch?.(key, () => woke?.());
     try {
@@ -391,6 +398,17 @@ export class FleetSource implements TokenAcquisition {
 
   #kick(trigger: PacedTrigger): void {
     void this.acquire(trigger).catch(() => undefined);
+  }
+
+  /**
+   * The claim's lifetime: the gentoken deadline and a margin of at most a tenth of the token's
+   * lifetime. With 4 s tokens a 5 s margin would outlive the token, and a claimant killed mid-call
+   * would leave the fleet without one until it lapsed (docs/traps.md T95).
+   */
+  #claimMs(): number {
+    const margin = this.#o.claimMarginMs ?? 0;
+    const lifetimeMs = (this.#state.token?.lifetimeSeconds ?? this.#maxLifetimeSeconds) * 1000;
+    return this.#o.claimMs - margin + Math.min(margin, lifetimeMs * 0.1);
   }
 
   #keyNow(): string {

@@ -359,3 +359,29 @@ describe('fleet source: followers renew with the minter, not before it', () => {
     await a.manager.stop();
   });
 });
+
+describe('fleet source: the claim of a short token (docs/traps.md T95)', () => {
+  it('cuts the claim\'s margin to a tenth of the token\'s lifetime, so a dead claimant cannot outlive a 4 s token', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(4);
+    const { store } = await sqliteOnTemp(clock);
+    const ttls: number[] = [];
+    const claim = store.claim.bind(store);
+    store.claim = (key, holder, ttlMs) => {
+      ttls.push(ttlMs);
+      return claim(key, holder, ttlMs);
+    };
+    // fleet.claimMarginSeconds 5 beside a 1 s gentoken deadline: 6 s, longer than the token itself.
+    const a = replica('a', store, vendor, clock, { claimMs: 6_000, claimMarginMs: 5_000 });
+    a.manager.start();
+    await settle();
+    const first = a.manager.current()!;
+    assert.equal(first.lifetimeSeconds, 4);
+    assert.equal(ttls[0], 6_000, 'before any token, the margin of the longest lifetime');
+    await clock.advanceAsync(3_000, settle); // the renewal at renewAt 0.66 of 4 s
+    assert.equal(vendor.calls, 2);
+    assert.equal(ttls[1], 1_000 + 400, 'the deadline and a tenth of 4 s');
+    assert.ok(ttls[1]! < first.expiresAt - first.obtainedAt, 'the claim lapses inside the token\'s life');
+    await a.manager.stop();
+  });
+});
