@@ -10,6 +10,7 @@ import { checkGentoken } from '../doctor/gentoken-check.js';
 import { checkProbe, type ProbeTarget } from '../doctor/probe-check.js';
 import { ConfigError } from '../shared/errors.js';
 import { envReplacements, loadConfig } from '../config/load-config.js';
+import { credentialSets, storeLabel } from '../config/credential-sets.js';
 import { createLogger } from '../observability/logger.js';
 import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
@@ -108,7 +109,7 @@ async function loadEverything(path: string | undefined, io: CommandIo, secrets: 
   try {
     const config = await loadConfig(path, io.env);
     const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
-    const store = await createCredentialStore(config.credentials, { logger, secrets });
+    const store = await createCredentialStore(credentialSets(config)[0]!, { logger, secrets, ...storeLabel(credentialSets(config)[0]!) });
     // Which source is used, where the environment or systemd replaced the file's choice.
     const replaced = envReplacements(config).map((r) => `; ${r}`).join('');
     return { config, store, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable${replaced}` } };

@@ -7,6 +7,7 @@ import type { TokenClient } from '../token/token-client.js';
 import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
 import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
+import { credentialSets, storeLabel } from '../config/credential-sets.js';
 import type { CommandIo } from './io.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
@@ -41,7 +42,7 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo): Promise<numb
   }
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
-  const store = await createCredentialStore(config.credentials, { logger, secrets }).catch((err: Error) => err);
+  const store = await createCredentialStore(credentialSets(config)[0]!, { logger, secrets, ...storeLabel(credentialSets(config)[0]!) }).catch((err: Error) => err);
   if (store instanceof ConfigError) return reportConfigFailure(store, io);
   if (store instanceof Error) {
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);
