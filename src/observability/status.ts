@@ -54,8 +54,11 @@ export interface SidecarStatus {
   live: boolean;
   liveReason?: string;
   warnings: string[];
+  /** The first (with the object form of `credentials`, the only) set's token: what every rendering before credential sets showed. */
   token: TokenStatus | undefined;
-  listeners: { proxy?: string; admin?: string; socket?: string };
+  /** Every credential set, in config order: its id and its token's status (undefined while starting). */
+  credentials: Array<{ id: string; token: TokenStatus | undefined }>;
+  listeners: { proxy?: string; admin?: string; socket?: string; sets?: Record<string, string> };
   build: { version: string; node: string };
   at: string;
 }

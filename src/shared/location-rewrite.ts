@@ -1,5 +1,6 @@
 /**
- * Rewrites a response's `Location` that points at the localization server so that a client
+ * Rewrites a response's `Location` that points at an upstream (the localization server, or the
+ * service under a credential set's pathPrefix: docs/credential-sets.md) so that a client
  * following it stays on the sidecar's route: Weblate answers a URL without its trailing slash
  * with `301 Location: /api/translations/p/c/de/` (Django's APPEND_SLASH), which, passed back
  * unchanged through `/l10n`, lands the client on the B2B route.

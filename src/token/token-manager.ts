@@ -42,6 +42,8 @@ export interface TokenManagerOptions {
   startJitterSeconds?: number;
   /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
   attachQueryNames?: readonly string[];
+  /** The credential set this manager obtains tokens for (config/credential-sets.ts); `default` for the object form of `credentials`. */
+  credentialId?: string;
 }
 
 export interface TokenManagerDeps {

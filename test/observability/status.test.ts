@@ -21,7 +21,7 @@ const TOKEN: TokenStatus = {
 
 function status(over: Partial<SidecarStatus> = {}, token: Partial<TokenStatus> = {}): SidecarStatus {
   const t = { ...TOKEN, ...token };
-  const s = { ready: true, live: true, warnings: [], token: t, listeners: { proxy: '127.0.0.1:8080', admin: '127.0.0.1:9464' }, build: { version: '1.2.3', node: 'v24.21.0' }, at: '2026-01-01T00:01:00.000Z', ...over };
+  const s = { ready: true, live: true, warnings: [], token: t, credentials: [{ id: 'default', token: t }], listeners: { proxy: '127.0.0.1:8080', admin: '127.0.0.1:9464' }, build: { version: '1.2.3', node: 'v24.21.0' }, at: '2026-01-01T00:01:00.000Z', ...over };
   return { state: stateOf(s, t), ...s };
 }
 
