@@ -34,10 +34,10 @@ export function setListenersPart(deps: PartDeps, made: Made): Part {
         let address: string;
         if (at.kind === 'socket') {
           await listener.listenPath(at.socket, parseInt(at.socketMode, 8), at.socketGroup ? groupId(at.socketGroup) : undefined)
-            .catch((err: unknown) => { throw new ListenError('proxy', at.socket, undefined, err); });
+            .catch((err: unknown) => { throw new ListenError('proxy', at.socket, undefined, err, { id: s.id, path: s.set.path }); });
           address = at.socket;
         } else {
-          const port = await listener.listen(at.host, at.port).catch((err: unknown) => { throw new ListenError('proxy', at.host, at.port, err); });
+          const port = await listener.listen(at.host, at.port).catch((err: unknown) => { throw new ListenError('proxy', at.host, at.port, err, { id: s.id, path: s.set.path }); });
           address = `${at.host}:${port}`;
         }
         (made.listeners.sets ??= {})[s.id] = address;

@@ -19,13 +19,13 @@ const SERVICE = { baseUrl: 'https://api.example.com' };
 const set = (id: string, more: Record<string, unknown> = {}) => ({ id, apiKey: `key-${id}-0123456789`, password: `password-${id}-0123456789`, ...more });
 
 /** check-config on `config`: its exit code and the keys its problems name. */
-async function problems(config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; keys: string[]; lines: string[] }> {
+async function problems(config: Record<string, unknown>, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; keys: string[]; lines: string[]; stdout: string }> {
   const file = join(dir, `c-${Math.random().toString(36).slice(2)}.yaml`);
   writeFileSync(file, stringify(config), { mode: 0o600 });
   const run = captureIo(env);
   const code = await checkConfigCommand({ config: file }, run.io);
   const lines = run.stderr().split('\n').filter((l) => l.startsWith('  - ')).map((l) => l.slice(4));
-  return { code, keys: lines.map((l) => l.replace(/:.*/, '')), lines };
+  return { code, keys: lines.map((l) => l.replace(/:.*/, '')), lines, stdout: run.stdout() };
 }
 
 describe('credential sets in the config', () => {
@@ -70,6 +70,9 @@ describe('credential sets in the config', () => {
     });
     assert.deepEqual(r.lines, []);
     assert.equal(r.code, 0);
+    // The effective config it prints redacts every set's secrets.
+    for (const id of ['a', 'b', 'c', 'd']) assert.ok(!r.stdout.includes(`password-${id}-0123456789`) && !r.stdout.includes(`key-${id}-0123456789`), id);
+    assert.match(r.stdout, /id: b\n\s+apiKey: "?\[REDACTED\]"?/);
   });
 
   it('check-config reports every per-set problem by its key and exits 2', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request, type OutgoingHttpHeaders } from 'node:http';
+import { createServer, request, type OutgoingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -209,6 +210,29 @@ describe('credential sets: three sets against a vendor that knows three keys', {
       assert.match(metrics, new RegExp(`^b2b_sidecar_token_refresh_total\\{result="success",credential="${id}"\\} [1-9]`, 'm'));
     }
     assert.doesNotMatch(metrics, /credential="default"/);
+  });
+});
+
+describe('credential sets: a set\'s own listener that cannot bind', () => {
+  it('names the set\'s key, and start-up fails as for listen', async (t) => {
+    const vendor = await startSetVendor(KEYS);
+    t.after(() => vendor.close());
+    const blocker = createServer().listen(0, '127.0.0.1');
+    t.after(() => blocker.close());
+    await new Promise((resolve) => blocker.once('listening', resolve));
+    const taken = (blocker.address() as AddressInfo).port;
+    const config = validateConfig({
+      listen: { host: '127.0.0.1', port: 0 }, admin: { host: '127.0.0.1', port: 0 },
+      service: { baseUrl: vendor.url, caFile: (await testTls()).caFile },
+      credentials: [{ id: 'a', apiKey: KEY.a, password: KEYS[KEY.a] }, { id: 'b', apiKey: KEY.b, password: KEYS[KEY.b], listen: { host: '127.0.0.1', port: taken } }],
+    });
+    const log = createCaptureLogger();
+    const sidecar = createSidecar(config, { logger: log.logger, secrets: log.secrets, clock: new FakeClock(), env: {} });
+    await assert.rejects(sidecar.start(), (err: Error) => {
+      assert.match(err.message, new RegExp(`^credentials\\[1\\]\\.listen: the listener of credential set b cannot listen on 127\\.0\\.0\\.1:${taken}: the port is already in use`));
+      return true;
+    });
+    await sidecar.stop();
   });
 });
 
