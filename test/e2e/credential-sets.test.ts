@@ -98,8 +98,8 @@ describe('credential sets: three sets against a vendor that knows three keys', {
     await until(() => s.sidecar.health().ready, 'every set ready');
   });
   after(async () => {
-    await s.sidecar.stop();
-    await vendor.close();
+    await s?.sidecar.stop();
+    await vendor?.close();
   });
 
   it('chooses by listener: every request on a set\'s own listener uses that set', async () => {
