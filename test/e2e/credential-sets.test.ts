@@ -41,9 +41,9 @@ function send(port: number, path: string, headers: OutgoingHttpHeaders = {}): Pr
   });
 }
 
-/** Waits (real time: the token requests are real HTTP) until `cond` holds, at most ~5 s. */
+/** Waits (real time: the token requests are real HTTP) until `cond` holds; bounded (~20 s) so a regression fails rather than hangs. */
 async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500; i++) {
+  for (let i = 0; i < 2000; i++) {
     if (cond()) return;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
@@ -199,6 +199,22 @@ describe('credential sets: three sets against a vendor that knows three keys', {
     for (const [id, key] of Object.entries(KEY)) {
       await until(() => { try { return readFileSync(`${s.tokenFile}.${id}`, 'utf8') === vendor.issued.get(key)!.at(-1); } catch { return false; } }, `token file of ${id}`);
     }
+  });
+
+  it('a change of one set\'s password file seen by the watch rotates that set alone (docs/traps.md T77)', async () => {
+    const heldA = current(s, 'a')!.fingerprint;
+    const heldC = current(s, 'c')!.fingerprint;
+    const calls = { a: vendor.gentokenCalls.get(KEY.a), c: vendor.gentokenCalls.get(KEY.c) };
+    const tokensB = vendor.issued.get(KEY.b)!.length;
+    vendor.setPassword(KEY.b, 'password-b-rotated-0002');
+    writeFileSync(s.passwordFileB, 'password-b-rotated-0002\n');
+    // The watch settles for 200 ms of real time (file systems swap secrets in steps), then re-reads.
+    await until(() => vendor.issued.get(KEY.b)!.length === tokensB + 1 && current(s, 'b')!.ready, 'b rotated by the file watch');
+    assert.equal(current(s, 'a')!.fingerprint, heldA);
+    assert.equal(current(s, 'c')!.fingerprint, heldC);
+    assert.deepEqual({ a: vendor.gentokenCalls.get(KEY.a), c: vendor.gentokenCalls.get(KEY.c) }, calls);
+    assert.equal((await send(s.port, '/objects-b/pub/b2b/v1/whoami')).status, 200);
+    assertOwnTokens(vendor);
   });
 
   it('lists every set in /status and labels the per-token metrics with the set\'s id', async () => {
