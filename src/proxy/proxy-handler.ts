@@ -14,7 +14,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import type { IpGuard } from '../shared/ip-guard.js';
 import { ClientGone } from '../upstream/engine.js';
-import { admit, byLongestPrefix, guardCheck, pickRoute } from './admit.js';
+import { admit, byLongestPrefix, guardCheck, indexRoutes, pickRoute, ROUTE_SCAN_LIMIT } from './admit.js';
 import { chooseCredential, type CredentialChoice } from './credential-choice.js';
 import { CREDENTIAL_HEADER } from './stripped-names.js';
 import { createForwarder } from './forward.js';
@@ -67,6 +67,8 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   const paces = new UploadPaces(options.minUploadBytesPerSecond ?? 0, clock);
   const bodies = new RequestBodies(replay, paces, options.uploadShare ?? new UploadShare(Number.MAX_SAFE_INTEGER));
   const routes = byLongestPrefix(options.routes);
+  // Many credential sets' prefixes: an index instead of the scan (one branch on the few-routes path).
+  const indexed = routes.length > ROUTE_SCAN_LIMIT ? indexRoutes(routes) : undefined;
   const allowed = guardCheck(options.guard);
   const responder = createResponder({
     metrics, logger, clock, logRequests: options.logRequests,
@@ -81,7 +83,7 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
     const started = clock.now();
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
-    let route = pickRoute(routes, url);
+    let route = indexed ? indexed(url) : pickRoute(routes, url);
     // Read now: once undici has consumed the request as a body, `req.socket` is null (docs/traps.md T29).
     const source = req.socket.remoteAddress ?? (isLocalSocket(req.socket) ? 'unix' : undefined);
     metrics.requestStarted();

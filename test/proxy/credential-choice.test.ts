@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { describe, it } from 'node:test';
 import { DEFAULT_ATTACH } from '../../src/config/schema.js';
+import { byLongestPrefix, indexRoutes, pickRoute } from '../../src/proxy/admit.js';
 import { compileAttachments } from '../../src/proxy/attach.js';
 import { chooseCredential, NO_SET_CHOSEN, type CredentialChoice } from '../../src/proxy/credential-choice.js';
 import { outgoingHeaders } from '../../src/proxy/forward.js';
@@ -71,5 +72,21 @@ describe('B2B-Credential is stripped (docs/traps.md T74)', () => {
       assert.equal(out['b2b-credential'], undefined, r.name);
       assert.equal(out.accept, 'application/json');
     }
+  });
+});
+
+describe('indexRoutes (many credential sets\' prefixes)', () => {
+  it('answers as pickRoute does, by one lookup of the first segment', () => {
+    const many = [
+      ...Array.from({ length: 40 }, (_, i) => route('service', `/objects-${i}`, `s${i}`)),
+      route('service', '/objects-1/deep', 'deep'), route('service', '/a/b', 'ab'), l10n, placeholder,
+    ];
+    const sorted = byLongestPrefix(many);
+    const indexed = indexRoutes(many);
+    const urls = ['/', '/objects-1', '/objects-1/', '/objects-1?x', '/objects-1/deep', '/objects-1/deeper', '/objects-1/deep/x', '/objects-12/x', '/objects-123/x',
+      '/objects-', '/l10n/api', '/l10nx', '/a/b/c', '/a/bc', '/a', 'http://h/objects-1/x', '*', '/pub/b2b/v1/x', '/objects-39/x?y=1'];
+    for (const url of urls) assert.equal(indexed(url), pickRoute(sorted, url), url);
+    assert.equal(indexed('/objects-1/deep/x').credential, 'deep');
+    assert.equal(indexed('/pub/b2b/v1/x'), placeholder);
   });
 });
