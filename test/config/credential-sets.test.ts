@@ -53,6 +53,16 @@ describe('credential sets in the config', () => {
     assert.equal(tokenFileFor('/run/b2b/token', sets[1]!), '/run/b2b/token.b');
   });
 
+  it('config/credential-sets.example.yaml loads through the real loader, failing only on its credential files', async () => {
+    const example = new URL('../../config/credential-sets.example.yaml', import.meta.url).pathname;
+    await assert.rejects(loadConfig(example, {}), (err: unknown) => {
+      assert.ok(err instanceof ConfigError);
+      assert.ok(err.problems.length > 0);
+      for (const problem of err.problems) assert.match(problem, /^credentials\[\d\]\.(apiKeyFile|passwordFile): file \S+ does not exist/);
+      return true;
+    });
+  });
+
   it('refuses the credential environment variables with a list: one variable cannot say which set it means', async () => {
     const file = join(dir, 'list.yaml');
     writeFileSync(file, stringify({ service: SERVICE, credentials: [set('a')] }), { mode: 0o600 });
