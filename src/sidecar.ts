@@ -173,15 +173,16 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     // Each set re-reads its own files and rotates only its own token (docs/credential-sets.md).
     const outcomes = await Promise.all(service.sets.map((set) => reloadSet(set)));
     const several = service.sets.length > 1;
-    const credentials = several
-      ? Object.fromEntries(service.sets.map((set, i) => [set.id, outcomes[i]!]))
-      : outcomes[0]!;
+    // With several sets the line groups them by outcome (1,000 sets make no 1,000-field line).
+    const credentials = several ? groupIds(service.sets.map((set, i) => [set.id, outcomes[i]!])) : outcomes[0]!;
     await egressReload;
     if (signalled) {
       // Unchanged credentials: the fix may be elsewhere (the vendor's side, a client certificate just
       // re-read): without a valid token or after a refusal, try now rather than at the schedule's next step.
       const retried = service.sets.map((set, i) => (outcomes[i] === 'unchanged' ? set.tokens.retryNow() : undefined));
-      const gentoken = several ? Object.fromEntries(service.sets.map((set, i) => [set.id, retried[i]])) : retried[0];
+      const gentoken = several
+        ? groupIds(service.sets.flatMap((set, i) => (retried[i] === undefined ? [] : [[set.id, retried[i]!] as [string, string]])))
+        : retried[0];
       // Said every time, changed or not: an operator who sent the signal sees it arrived and what it covered.
       const files = rereadFileKeys(config);
       if (files.length) logger.info('SIGHUP: re-read the files', { files, credentials, gentoken });
@@ -250,4 +251,12 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     health,
     live,
   };
+}
+
+/** `[[id, outcome], ...]` → `{ outcome: [ids] }`, at most 20 ids an outcome (then `… and N more`). */
+function groupIds(pairs: ReadonlyArray<readonly [string, string]>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [id, outcome] of pairs) (out[outcome] ??= []).push(id);
+  for (const [outcome, ids] of Object.entries(out)) if (ids.length > 20) out[outcome] = [...ids.slice(0, 20), `… and ${ids.length - 20} more`];
+  return out;
 }

@@ -190,6 +190,9 @@ describe('credential sets: three sets against a vendor that knows three keys', {
     const tokensB = vendor.issued.get(KEY.b)!.length;
     await s.sidecar.reloadCredentials(true);
     assert.equal(vendor.issued.get(KEY.b)!.length, tokensB + 1);
+    const said = s.log.lines().filter((l) => l.message === 'SIGHUP: re-read the files').at(-1) as Record<string, unknown> | undefined;
+    assert.deepEqual(said?.credentials, { unchanged: ['a', 'c'], changed: ['b'] });
+    assert.deepEqual(said?.files, ['credentials[1].passwordFile']);
     assert.equal(current(s, 'a')!.fingerprint, heldA);
     assert.equal(current(s, 'c')!.fingerprint, heldC);
     await traffic();
