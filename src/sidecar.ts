@@ -87,7 +87,7 @@ export interface Sidecar {
  * Wires the parts: no I/O until `start()`. Start-up is one ordered list of parts (src/parts/, one
  * a file), run by the run group: the service part, the localization part (when configured), the
  * proxy handler, the admin listener, the proxy listener, the unix socket (when configured), the
- * token renewal and the warnings log. Each part's stop is registered as it has started;
+ * credential sets' own listeners (when any set has `listen`), the token renewal and the warnings log. Each part's stop is registered as it has started;
  * `stop()` runs them in reverse order.
  */
 export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
