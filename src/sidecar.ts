@@ -12,7 +12,10 @@ import type { Made, PartDeps } from './parts/made.js';
 import { proxyHandlerPart } from './parts/proxy-handler.js';
 import { proxyListenerPart } from './parts/proxy-listener.js';
 import { servicePart } from './parts/service.js';
-import { sidecarStatus } from './parts/sidecar-status.js';
+import { setReadiness, sidecarStatus } from './parts/sidecar-status.js';
+import { setListenersPart } from './parts/set-listeners.js';
+import { credentialSets } from './config/credential-sets.js';
+import type { SetPart } from './service/service-part.js';
 import { socketParts } from './parts/socket-listener.js';
 import { startLogFields } from './parts/start-log.js';
 import { tokenRenewalPart } from './parts/token-renewal.js';
@@ -84,7 +87,7 @@ export interface Sidecar {
  * Wires the parts: no I/O until `start()`. Start-up is one ordered list of parts (src/parts/, one
  * a file), run by the run group: the service part, the localization part (when configured), the
  * proxy handler, the admin listener, the proxy listener, the unix socket (when configured), the
- * token renewal and the warnings log. Each part's stop is registered as it has started;
+ * credential sets' own listeners (when any set has `listen`), the token renewal and the warnings log. Each part's stop is registered as it has started;
  * `stop()` runs them in reverse order.
  */
 export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
@@ -103,8 +106,10 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
   const done = new Promise<void>((resolve) => (markDone = resolve));
 
   const build = { version: deps.version ?? 'unknown', node: process.version };
-  const status = (): SidecarStatus => sidecarStatus(made, { draining, build, wallNow: clock.wallNow() });
+  const credentialIds = credentialSets(config).map((s) => s.id);
+  const status = (): SidecarStatus => sidecarStatus(made, { draining, build, wallNow: clock.wallNow(), credentialIds, readiness: config.readiness.credentials });
   const health = () => readiness(status());
+  const healthOf = (id: string) => setReadiness(status(), id);
   const live = () => liveness(made.service ? status() : { live: true });
   let drainAnnounced = false;
   const announceDrain = () => {
@@ -143,10 +148,11 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       ...localizationParts(on, made, deps.loadLocalizationPart),
       proxyHandlerPart(on, made),
       // Admin before proxy before socket: probes answer while the rest binds.
-      adminListenerPart(on, made, { status, health, live, onShutdown: () => void drain() }),
+      adminListenerPart(on, made, { status, health, healthOf, live, onShutdown: () => void drain() }),
       proxyListenerPart(on, made),
       ...socketParts(on, made),
-      tokenRenewalPart(made, () => void reloadCredentials()),
+      setListenersPart(on, made),
+      tokenRenewalPart(made, (set) => void reloadSet(set)),
       warningsLogPart(on, status),
     ]);
     phase = 'started';
@@ -163,29 +169,41 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       return;
     }
     // Beside the credential re-read, not before it: a hung proxy or certificate file must not hold it back.
-    const egressReload = service.egress.reload(); // never rejects: a refused file keeps the current values
-    let credentials = 'unchanged';
-    try {
-      if (await service.credentials.reload()) {
-        credentials = 'changed';
-        logger.info('credentials changed; obtaining a token with the new ones');
-        await service.tokens.rotate();
-      }
-    } catch (err) {
-      credentials = 'kept (re-read failed)';
-      logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message });
-    }
+    const egressReload = Promise.all(service.egresses.map((e) => e.reload())); // never rejects: a refused file keeps the current values
+    // Each set re-reads its own files and rotates only its own token (docs/credential-sets.md).
+    const outcomes = await Promise.all(service.sets.map((set) => reloadSet(set)));
+    const several = service.sets.length > 1;
+    // With several sets the line groups them by outcome (1,000 sets make no 1,000-field line).
+    const credentials = several ? groupIds(service.sets.map((set, i) => [set.id, outcomes[i]!])) : outcomes[0]!;
     await egressReload;
     if (signalled) {
       // Unchanged credentials: the fix may be elsewhere (the vendor's side, a client certificate just
       // re-read): without a valid token or after a refusal, try now rather than at the schedule's next step.
-      const gentoken = credentials === 'unchanged' ? service.tokens.retryNow() : undefined;
+      const retried = service.sets.map((set, i) => (outcomes[i] === 'unchanged' ? set.tokens.retryNow() : undefined));
+      const gentoken = several
+        ? groupIds(service.sets.flatMap((set, i) => (retried[i] === undefined ? [] : [[set.id, retried[i]!] as [string, string]])))
+        : retried[0];
       // Said every time, changed or not: an operator who sent the signal sees it arrived and what it covered.
       const files = rereadFileKeys(config);
       if (files.length) logger.info('SIGHUP: re-read the files', { files, credentials, gentoken });
       else logger.info('SIGHUP: nothing to re-read (no file-based settings)', { gentoken });
     }
   }
+
+  /** One set's files re-read; a change rotates that set's token only. Never rejects. */
+  async function reloadSet(set: SetPart): Promise<'changed' | 'unchanged' | 'kept (re-read failed)'> {
+    const about = service().sets.length > 1 ? { credential: set.id } : {};
+    try {
+      if (!(await set.credentials.reload())) return 'unchanged';
+      logger.info('credentials changed; obtaining a token with the new ones', about);
+      await set.tokens.rotate();
+      return 'changed';
+    } catch (err) {
+      logger.error('credential reload failed; keeping the current credentials', { reason: (err as Error).message, ...about });
+      return 'kept (re-read failed)';
+    }
+  }
+  const service = () => made.service!;
 
   function drain() {
     announceDrain();
@@ -197,7 +215,10 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
       if (config.shutdown.delaySeconds > 0) {
         await new Promise<void>((resolve) => clock.setTimeout(resolve, config.shutdown.delaySeconds * 1000));
       }
-      await Promise.all([made.proxy?.close(config.shutdown.timeoutSeconds * 1000), made.socket?.close(config.shutdown.timeoutSeconds * 1000)]);
+      await Promise.all([
+        made.proxy?.close(config.shutdown.timeoutSeconds * 1000), made.socket?.close(config.shutdown.timeoutSeconds * 1000),
+        ...(made.setListeners ?? []).map((l) => l.close(config.shutdown.timeoutSeconds * 1000)),
+      ]);
       await stop();
     })();
     return drained;
@@ -230,4 +251,12 @@ export function createSidecar(config: Config, deps: SidecarDeps): Sidecar {
     health,
     live,
   };
+}
+
+/** `[[id, outcome], ...]` → `{ outcome: [ids] }`, at most 20 ids an outcome (then `… and N more`). */
+function groupIds(pairs: ReadonlyArray<readonly [string, string]>): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const [id, outcome] of pairs) (out[outcome] ??= []).push(id);
+  for (const [outcome, ids] of Object.entries(out)) if (ids.length > 20) out[outcome] = [...ids.slice(0, 20), `… and ${ids.length - 20} more`];
+  return out;
 }

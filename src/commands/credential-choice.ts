@@ -9,7 +9,7 @@ import { EXIT_USAGE } from './exit-codes.js';
  * lists the ids it has. The command then runs on {@link configForSet}: the config as that set
  * alone, so every piece that reads `credentials` and `service.baseUrl` works unchanged.
  */
-export function chooseCredentialSets(command: string, sets: readonly CredentialSet[], id: string | undefined, io: CommandIo): CredentialSet[] | number {
+export function chooseCredentialSets<T extends Pick<CredentialSet, 'id'>>(command: string, sets: readonly T[], id: string | undefined, io: CommandIo): T[] | number {
   if (id === undefined) return [...sets];
   const set = sets.find((s) => s.id === id);
   if (set) return [set];
@@ -18,7 +18,7 @@ export function chooseCredentialSets(command: string, sets: readonly CredentialS
 }
 
 /** As {@link chooseCredentialSets}, for a command that works on one set: with several, `--credential` is needed (exit 2). */
-export function chooseOneCredentialSet(command: string, sets: readonly CredentialSet[], id: string | undefined, io: CommandIo): CredentialSet | number {
+export function chooseOneCredentialSet<T extends Pick<CredentialSet, 'id'>>(command: string, sets: readonly T[], id: string | undefined, io: CommandIo): T | number {
   const chosen = chooseCredentialSets(command, sets, id, io);
   if (typeof chosen === 'number') return chosen;
   if (chosen.length === 1) return chosen[0]!;
@@ -31,8 +31,11 @@ export function knownIds(sets: readonly Pick<CredentialSet, 'id'>[]): string {
   return sets.map((s) => s.id).join(', ');
 }
 
+/** What of a set makes a config of it alone: its keys and its installation. */
+type SetKeys = Partial<Pick<CredentialSet, 'id' | 'apiKey' | 'apiKeyFile' | 'password' | 'passwordFile' | 'rkObjectId' | 'baseUrl'>>;
+
 /** The config as one set alone: its keys as `credentials`, its `baseUrl` (if any) as the service's. */
-export function configForSet(config: Config, set: CredentialSet): Config {
+export function configForSet(config: Config, set: SetKeys): Config {
   return {
     ...config,
     credentials: credentialKeys(set),
@@ -41,7 +44,7 @@ export function configForSet(config: Config, set: CredentialSet): Config {
 }
 
 /** A set's keys in the shape of the single form of `credentials` (what the credential store reads). */
-export function credentialKeys(set: CredentialSet): Config['credentials'] {
+export function credentialKeys(set: SetKeys): Config['credentials'] {
   const { apiKey, apiKeyFile, password, passwordFile, rkObjectId } = set;
   return Object.fromEntries(Object.entries({ apiKey, apiKeyFile, password, passwordFile, rkObjectId }).filter(([, v]) => v !== undefined)) as Config['credentials'];
 }

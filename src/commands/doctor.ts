@@ -10,6 +10,7 @@ import { checkGentoken } from '../doctor/gentoken-check.js';
 import { checkProbe, type ProbeTarget } from '../doctor/probe-check.js';
 import { ConfigError } from '../shared/errors.js';
 import { envReplacements, loadConfig } from '../config/load-config.js';
+import { storeLabel } from '../config/credential-sets.js';
 import { createLogger } from '../observability/logger.js';
 import { basePathOf } from '../upstream/engine.js';
 import { SecretSet } from '../shared/secrets.js';
@@ -157,7 +158,7 @@ async function loadEverything(path: string | undefined, io: CommandIo, secrets: 
     const sets = chooseCredentialSets('doctor', credentialSets(config), credential, io);
     if (typeof sets === 'number') return { usage: sets };
     const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
-    for (const set of sets) stores.push({ set, store: await createCredentialStore(configForSet(config, set).credentials, { logger, secrets }) });
+    for (const set of sets) stores.push({ set, store: await createCredentialStore(set, { logger, secrets, ...storeLabel(set) }) });
     // Which source is used, where the environment or systemd replaced the file's choice.
     const replaced = envReplacements(config).map((r) => `; ${r}`).join('');
     return { config, stores, step: { step: 'config', ok: true, detail: `${source}: valid (the checks of check-config), credentials readable${replaced}` } };

@@ -8,9 +8,9 @@ import type { TokenClient } from '../token/token-client.js';
 import { openUpstream, type Upstream } from '../upstream/open-upstream.js';
 import { findRunningSidecar } from '../doctor/running-sidecar.js';
 import { loadConfigOrExit, reportConfigFailure, startupWarnings } from './config-problems.js';
+import { credentialSets, storeLabel } from '../config/credential-sets.js';
 import type { CommandIo } from './io.js';
 import { chooseOneCredentialSet, configForSet } from './credential-choice.js';
-import { credentialSets } from '../config/credential-sets.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE } from './exit-codes.js';
 
 /** Arguments of `token`. */
@@ -51,7 +51,7 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo, preloaded?: C
   }
   const secrets = new SecretSet();
   const logger = createLogger({ level: 'error', secrets, stream: io.stderr });
-  const store = await createCredentialStore(set.credentials, { logger, secrets }).catch((err: Error) => err);
+  const store = await createCredentialStore(chosen, { logger, secrets, ...storeLabel(chosen) }).catch((err: Error) => err);
   if (store instanceof ConfigError) return reportConfigFailure(store, io);
   if (store instanceof Error) {
     io.stderr.write(`error: ${secrets.redact(store.message)}\n`);

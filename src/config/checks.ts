@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { isIP } from 'node:net';
 import { checkAttach } from './attach-checks.js';
 import { checkFleet } from './fleet-checks.js';
+import { checkCredentialSets } from './credential-set-checks.js';
 import { isRecord, schemaAt, valuesAt, walkProperties, type ConfigPath, type Report } from './walk.js';
 import { credentialFileProblem, credentialValueProblem, type CredentialCarrier } from './credential-content.js';
 import { coversEveryone, parseStrictCidr } from '../shared/ip-guard.js';
@@ -37,7 +38,6 @@ const section = (value: unknown): Section => (isRecord(value) ? value : {});
  */
 export function checkSemantics(config: Section, report: Report): void {
   const service = section(config.service);
-  const credentials = section(config.credentials);
   const guard = section(config.guard);
   const admin = section(config.admin);
   checkBaseUrl(service, ['service'], report);
@@ -47,11 +47,7 @@ export function checkSemantics(config: Section, report: Report): void {
   checkCidrs(guard.allow, ['guard', 'allow'], report, wideOk ? undefined : 'admits everyone');
   checkCidrs(guard.trustedProxies, ['guard', 'trustedProxies'], report, wideOk ? undefined : 'lets everyone set their own source address with X-Forwarded-For');
   checkCidrs(admin.allow, ['admin', 'allow'], report);
-  checkPair(credentials, ['credentials'], 'apiKey', true, report);
-  checkPair(credentials, ['credentials'], 'password', true, report);
-  // The same rules the credential store applies at start, so check-config fails as run would.
-  checkSecretValue(credentials.apiKey, ['credentials', 'apiKey'], 'header', report);
-  checkSecretValue(credentials.password, ['credentials', 'password'], 'body', report);
+  checkCredentialSets(config, wideOk, report, { checkPair, checkSecretValue, checkBaseUrl, checkCidrs, checkHost });
   if (isRecord(config.localization)) {
     checkBaseUrl(config.localization, ['localization'], report);
     checkPair(config.localization, ['localization'], 'token', false, report);
@@ -61,7 +57,7 @@ export function checkSemantics(config: Section, report: Report): void {
   checkFiles(config, report);
   checkEgress(service, 'service', report);
   if (isRecord(config.localization)) checkEgress(config.localization, 'localization', report);
-  checkAttach(section(config.token).attach, credentials.rkObjectId, report);
+  checkAttach(section(config.token).attach, attachRkObjectId(config.credentials), report);
   checkHost(section(config.listen).host, ['listen', 'host'], report);
   checkHost(admin.host, ['admin', 'host'], report);
   checkListeners(section(config.listen), admin, report);
@@ -74,6 +70,13 @@ export function checkSemantics(config: Section, report: Report): void {
     // Node's http.createServer throws when headersTimeout exceeds requestTimeout.
     report(['proxy', 'headersTimeoutMs'], 'must not exceed proxy.requestTimeoutMs');
   }
+}
+
+/** The rkObjectId the attach templates are checked with: a list's first set without one, else its first. */
+function attachRkObjectId(credentials: unknown): unknown {
+  if (!Array.isArray(credentials)) return section(credentials).rkObjectId;
+  const sets = credentials.map(section);
+  return (sets.find((s) => s.rkObjectId === undefined) ?? sets[0])?.rkObjectId;
 }
 
 function checkBaseUrl(sec: Section, base: string[], report: Report): void {

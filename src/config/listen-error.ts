@@ -1,4 +1,4 @@
-import { formatProblem } from './walk.js';
+import { formatProblem, type ConfigPath } from './walk.js';
 import { SidecarError } from '../shared/errors.js';
 
 const REASONS: Record<string, string> = {
@@ -23,10 +23,15 @@ const SOCKET_REASONS: Record<string, string> = {
 export class ListenError extends SidecarError {
   override name = 'ListenError';
   /** `port` undefined: `host` is the unix socket path of `listen.socket`. */
-  constructor(listener: 'proxy' | 'admin', host: string, port: number | undefined, cause: unknown) {
+  constructor(listener: 'proxy' | 'admin', host: string, port: number | undefined, cause: unknown, credentialSet?: { id: string; path: ConfigPath }) {
     const code = (cause as NodeJS.ErrnoException).code ?? 'error';
     const section = listener === 'proxy' ? 'listen' : 'admin';
     const reason = (port === undefined ? SOCKET_REASONS[code] : REASONS[code]) ?? (cause as Error).message;
+    // A credential set's own listener is named by its key (credentials[1].listen: docs/credential-sets.md).
+    if (credentialSet) {
+      super('SIDECAR_ERR_LISTEN', 500, formatProblem([...credentialSet.path, 'listen'], `the listener of credential set ${credentialSet.id} cannot listen on ${port === undefined ? `the unix socket ${host}` : `${host}:${port}`}: ${reason}${code === 'error' ? '' : ` [${code}]`}`), { cause });
+      return;
+    }
     super('SIDECAR_ERR_LISTEN', 500, port === undefined
       ? formatProblem(['listen', 'socket'], `the proxy listener cannot listen on the unix socket ${host}: ${reason}${code === 'error' ? '' : ` [${code}]`}`)
       : formatProblem([section, 'port'], `the ${listener} listener cannot listen on ${host}:${port} (${section}.host): ${reason} [${code}]`), { cause });

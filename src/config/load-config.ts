@@ -274,6 +274,11 @@ function applyEnv(data: Record<string, unknown>, env: NodeJS.ProcessEnv, replace
   for (const { path, env: name, node } of envBindings()) {
     const text = env[name];
     if (text === undefined || text === '') continue;
+    // One variable cannot say which set of a list it means (config/credential-sets.ts).
+    if (path[0] === 'credentials' && Array.isArray(data.credentials)) {
+      problems.push(formatProblem(path, 'applies to the object form of credentials only: with a list of credential sets, set each set\'s keys in the config file'));
+      continue;
+    }
     const value = coerce(text, node);
     if (typeof value === 'object') {
       problems.push(formatProblem(path, node['x-secret'] ? value.problem : `"${text}" ${value.problem}`));

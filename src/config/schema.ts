@@ -8,6 +8,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ATTACHMENT_KINDS, KIND_FIELDS, type Attachment } from '../shared/attachment.js';
 import { MAX_TIMER_MS } from '../shared/clock.js';
 import { localizationSection, serviceSection } from './upstream-sections.js';
+import { credentialsSchema, readinessSection } from './credential-sets-schema.js';
 
 /**
  * The configuration schema: one source for validation (ajv), the TypeScript `Config` type, the
@@ -110,16 +111,7 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false, default: {} },
     ),
     service: serviceSection(),
-    credentials: Type.Object(
-      {
-        apiKey: Type.Optional(Type.String({ minLength: 1, description: 'The ApiKey issued by the support team.', ...env('B2B_API_KEY'), ...secret })),
-        apiKeyFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the ApiKey (re-read on change and on SIGHUP).', ...env('B2B_API_KEY_FILE'), ...reread, ...secretFile })),
-        password: Type.Optional(Type.String({ minLength: 1, description: 'The password belonging to the ApiKey.', ...env('B2B_PASSWORD'), ...secret })),
-        passwordFile: Type.Optional(Type.String({ minLength: 1, description: 'File holding the password (re-read on change and on SIGHUP).', ...env('B2B_PASSWORD_FILE'), ...reread, ...secretFile })),
-        rkObjectId: Type.Optional(Type.String({ minLength: 1, description: 'Code of the integrator\'s object (rkObjectId), available to attach templates.', ...env('B2B_RK_OBJECT_ID') })),
-      },
-      { additionalProperties: false, default: {} },
-    ),
+    credentials: credentialsSchema(),
     token: Type.Object(
       {
         renewAt: Type.Number({ exclusiveMinimum: 0, maximum: 0.9, default: 0.66, description: 'Fraction of the effective lifetime after which the token is renewed.' }),
@@ -198,6 +190,7 @@ export const ConfigSchema = Type.Object(
       },
       { additionalProperties: false, default: {} },
     ),
+    readiness: readinessSection(),
   },
   { additionalProperties: false },
 );
@@ -206,3 +199,4 @@ export type Config = Static<typeof ConfigSchema>;
 export type { Attachment } from '../shared/attachment.js';
 export type FleetConfig = Static<typeof ConfigSchema>['fleet'];
 export type LocalizationConfig = Static<typeof LocalizationSchema>;
+export type { SingleCredentials, CredentialSetEntry } from './credential-sets-schema.js';

@@ -11,7 +11,8 @@ import { prebuiltValidator } from '../shared/prebuilt-validator.js';
 export type { Config } from './schema.js';
 
 /** The ajv options the validator is built with, here and by `scripts/bundle.mjs` ahead of time. */
-export const AJV_OPTIONS = { allErrors: true, useDefaults: true, strict: true } as const;
+// allowUnionTypes: `credentials` is an object (one set) or a list (config/credential-sets-schema.ts).
+export const AJV_OPTIONS = { allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true } as const;
 
 /** Declares the project's annotation keywords so strict mode accepts them. */
 export function addAnnotationKeywords(ajv: Ajv): Ajv {

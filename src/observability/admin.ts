@@ -13,6 +13,11 @@ export interface AdminOptions {
    */
   health: () => { ready: boolean; reason?: string; warnings?: readonly string[] };
   /**
+   * `/readyz?credential=<id>`: one credential set's readiness; undefined for an id no set has (404).
+   * Omitted: every id is unknown (404).
+   */
+  healthOf?: (id: string) => { ready: boolean; reason?: string; warnings?: readonly string[] } | undefined;
+  /**
    * Liveness for `/healthz`: false only when the process should be restarted (the token loop is
    * dead or stuck). Omitted = always live.
    */
@@ -49,7 +54,7 @@ type Route = (req: IncomingMessage, res: ServerResponse) => void | Promise<void>
  * express 5 bundled is 0.84 MB of code that cost ~60 ms of start-up (one core) and ~11 MB of
  * resident memory, against the start-up and idle-memory targets (bench/results/findings.md).
  */
-export function createAdminHandler({ registry, health, live, status, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function createAdminHandler({ registry, health, healthOf, live, status, allow, onShutdown, logger, now = () => performance.now() }: AdminOptions): (req: IncomingMessage, res: ServerResponse) => void {
   let rendered: { at: number; body: Promise<string> } | undefined;
   /** One rendering at a time, reused for SCRAPE_CACHE_MS; a failed one is not kept. */
   const render = (): Promise<string> => {
@@ -69,8 +74,12 @@ export function createAdminHandler({ registry, health, live, status, allow, onSh
       if (state.live) sendJsonBody(res, 200, { status: 'ok' });
       else sendJsonBody(res, 503, { status: 'not live', message: state.reason ?? 'not live' });
     }]])],
-    ['/readyz', new Map([['GET', (_req, res) => {
-      const { ready, reason, warnings } = health();
+    ['/readyz', new Map([['GET', (req, res) => {
+      const asked = credentialParameter(req.url ?? '/');
+      if (typeof asked === 'object') return sendJsonBody(res, 400, { message: asked.problem });
+      const verdict = asked === undefined ? health() : healthOf?.(asked);
+      if (!verdict) return sendJsonBody(res, 404, { message: `no credential set has the id "${asked}" (the ids are the credentials[].id of the config)` });
+      const { ready, reason, warnings } = verdict;
       const extra = warnings?.length ? { warnings } : {};
       if (ready) sendJsonBody(res, 200, { status: 'ready', ...extra });
       else sendJsonBody(res, 503, { status: 'not ready', message: reason ?? 'not ready', ...extra });
@@ -121,6 +130,20 @@ export function createAdminHandler({ registry, health, live, status, allow, onSh
       failed(err);
     }
   };
+}
+
+/** A credential set id as the config allows it (config/credential-sets-schema.ts). */
+const CREDENTIAL_ID = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** `?credential=<id>` of /readyz: absent, an id, or why it cannot be one (never echoed unchecked). */
+function credentialParameter(url: string): string | undefined | { problem: string } {
+  const query = url.indexOf('?');
+  if (query < 0) return undefined;
+  const params = new URLSearchParams(url.slice(query + 1));
+  const values = params.getAll('credential');
+  if (values.length === 0) return undefined;
+  if (values.length > 1) return { problem: 'give one credential parameter' };
+  return CREDENTIAL_ID.test(values[0]!) ? values[0] : { problem: 'credential must be a credential set id (lower-case letters, digits, - and _)' };
 }
 
 /**

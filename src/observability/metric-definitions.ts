@@ -69,6 +69,8 @@ export const TRANSLATION_STATES = {
 export interface Scrape {
   /** The token's part of the one status (sidecar.ts `status()`): /readyz and /status render the same value. */
   token: TokenStatus | undefined;
+  /** Every credential set's token (the status's `credentials`): the per-set gauges render one series each. */
+  credentials: ReadonlyArray<{ id: string; token: TokenStatus | undefined }>;
   /** Bytes of request bodies held for replay right now. */
   replayHeldBytes: number;
   /** The fair shares: streamed bodies in flight and waiting, replay bytes held in the reserve, and the limits. */
@@ -94,6 +96,11 @@ export interface MetricDefinition {
   readonly labels?: readonly string[];
   /** A counter's label value sets (in `labels` order) exported at 0 from the start, so rate() sees the first increase. */
   readonly startAtZero?: readonly (readonly string[])[];
+  /**
+   * A per-set counter (its last label is `credential`): these label value sets (without the
+   * credential) start at 0 for each credential set when the set is made (metrics.ts `credentialStarted`).
+   */
+  readonly perCredential?: readonly (readonly string[])[];
   readonly buckets?: readonly number[];
   /** What docs/metrics.md says beyond `help`: only detail too long for it. */
   readonly note?: string;
@@ -116,6 +123,15 @@ const unix = (iso: string | undefined) => (iso === undefined ? 0 : Date.parse(is
 const REQUEST_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const REFRESH_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const REQUEST_LABELS = ['route', 'method', 'code'];
+/**
+ * The label of every per-token series: the credential set's id (config/credential-sets.ts), never
+ * a key. One series per set; a set removed from the config has none after the restart (docs/metrics.md).
+ */
+const CREDENTIAL = ['credential'];
+/** A per-set gauge's series: one per credential set, read from its token's status. */
+function perSet(s: Scrape, value: (token: TokenStatus | undefined) => number): Array<[string[], number]> {
+  return s.credentials.map((c) => [[c.id], value(c.token)]);
+}
 
 /** The sidecar's metrics, in exposition order (after the client's default process metrics). */
 export const SIDECAR_METRICS = {
@@ -125,35 +141,35 @@ export const SIDECAR_METRICS = {
   },
   tokenAge: {
     name: 'b2b_sidecar_token_age_seconds', type: 'gauge', help: 'Seconds since the current token was obtained (computed at scrape time).',
-    read: (s) => s.token?.ageSeconds ?? 0,
+    labels: CREDENTIAL, readEach: (s) => perSet(s, (t) => t?.ageSeconds ?? 0),
   },
   tokenExpiresIn: {
     name: 'b2b_sidecar_token_expires_in_seconds', type: 'gauge', help: 'Seconds until the current token expires; 0 when none.',
-    read: (s) => s.token?.expiresInSeconds ?? 0,
+    labels: CREDENTIAL, readEach: (s) => perSet(s, (t) => t?.expiresInSeconds ?? 0),
   },
   tokenValid: {
     name: 'b2b_sidecar_token_valid', type: 'gauge', help: '1 while a valid token is held, else 0.',
-    read: (s) => (s.token?.ready ? 1 : 0),
+    labels: CREDENTIAL, readEach: (s) => perSet(s, (t) => (t?.ready ? 1 : 0)),
   },
   tokenExpiryTimestamp: {
     name: 'b2b_sidecar_token_expiry_timestamp_seconds', type: 'gauge', help: 'Wall-clock time (Unix seconds) when the current token expires; 0 when none.',
-    read: (s) => unix(s.token?.expiresAt),
+    labels: CREDENTIAL, readEach: (s) => perSet(s, (t) => unix(t?.expiresAt)),
   },
   tokenNextRefreshTimestamp: {
     name: 'b2b_sidecar_token_next_refresh_timestamp_seconds', type: 'gauge', help: 'Wall-clock time (Unix seconds) of the next gentoken attempt (now while one is in flight); 0 when none is scheduled.',
-    read: (s) => unix(s.token?.nextAttemptAt),
+    labels: CREDENTIAL, readEach: (s) => perSet(s, (t) => unix(t?.nextAttemptAt)),
   },
   tokenRequestFailures: {
     name: 'b2b_sidecar_token_request_failures_total', type: 'counter', help: 'Failed gentoken requests by cause (unauthorized = 401, refused = 403, rate_limited = 429 or 503 with Retry-After, tls, dns, connection_refused, timeout, server_error, invalid_response, http, egress_proxy = the forward proxy failed, unreachable).',
-    labels: ['cause'], startAtZero: one(GENTOKEN_CAUSES),
+    labels: ['cause', 'credential'], perCredential: one(GENTOKEN_CAUSES),
   },
   gentokenDeferred: {
     name: 'b2b_sidecar_gentoken_deferred_total', type: 'counter', help: 'Gentoken calls held back by token.maxGentokenPerMinute or a Retry-After, by what asked for them.',
-    labels: ['trigger'], startAtZero: one(GENTOKEN_TRIGGERS),
+    labels: ['trigger', 'credential'], perCredential: one(GENTOKEN_TRIGGERS),
   },
   tokenRefresh: {
     name: 'b2b_sidecar_token_refresh_total', type: 'counter', help: 'Token requests by result (success, unauthorized = gentoken 401, error).',
-    labels: ['result'], startAtZero: one(REFRESH_RESULTS),
+    labels: ['result', 'credential'], perCredential: one(REFRESH_RESULTS),
   },
   tokenRefreshDuration: {
     name: 'b2b_sidecar_token_refresh_duration_seconds', type: 'histogram', help: 'Latency of gentoken requests, success or not.',
@@ -196,10 +212,11 @@ export const SIDECAR_METRICS = {
   },
   attachSuspect: {
     name: 'b2b_sidecar_attach_suspect', type: 'gauge', help: '1 while no request succeeds with the token as token.attach presents it (fresh tokens get 401 on several paths, or only refusals such as 400, 403, 404 or a redirect on several paths; run doctor --discover-attach), else 0.',
-    read: (s) => (s.token?.attachSuspect ? 1 : 0),
+    labels: CREDENTIAL, readEach: (s) => perSet(s, (t) => (t?.attachSuspect ? 1 : 0)),
   },
   tokenSuperseded: {
     name: 'b2b_sidecar_token_superseded_total', type: 'counter', help: 'Tokens this process still held that the service rejected long before expiry after accepting them, where the renewal helped: most likely another process obtains tokens with the same ApiKey.',
+    labels: CREDENTIAL, perCredential: [[]],
   },
   replayBuffer: {
     name: 'b2b_sidecar_replay_buffer_bytes', type: 'gauge', help: 'Bytes of request bodies held for a replay across all requests in flight (at most proxy.replayBufferTotalBytes).',

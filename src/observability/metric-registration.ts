@@ -25,7 +25,7 @@ export function registerMetrics<T extends Record<string, MetricDefinition>>(regi
   let series: RequestSeries | undefined;
   const handles: Record<string, unknown> = {};
   for (const [key, def] of Object.entries(table)) {
-    if ((def.startAtZero && def.type !== 'counter') || ((def.read ?? def.readEach) && def.type !== 'gauge')) {
+    if (((def.startAtZero ?? def.perCredential) && def.type !== 'counter') || ((def.read ?? def.readEach) && def.type !== 'gauge')) {
       throw new Error(`registerMetrics: ${def.name}: startAtZero is for counters, read and readEach for gauges`);
     }
     const options = { name: def.name, help: def.help, labelNames: [...(def.labels ?? [])] };

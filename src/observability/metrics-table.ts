@@ -28,6 +28,7 @@ export function renderMetricsTable(tables: ReadonlyArray<Readonly<Record<string,
   lines.push(`| ${DEFAULT_PREFIXES.map((p) => codeCell(`${p}*`)).join(', ')} | | the Prometheus client's default process metrics, except ${dropped}: gauges must not end in \`_total\` (\`promtool check metrics\`); \`sum()\` of ${kept} gives the same totals. |`);
   const labelLine = `Labels stay low-cardinality: \`route\` is ${LABEL_VALUES.route.map(codeCell).join(' or ')} (never a path), `
     + `\`method\` is one of ${LABEL_VALUES.method.map(codeCell).join(', ')}, \`code\` is the status (100–599; anything else \`0\`). `
+    + '`credential` is a credential set\'s id (`default` for the object form of `credentials`): one series per set on the per-token metrics only (docs/credential-sets.md). '
     + 'No label ever carries a path, query string, client address or secret.';
   return `${lines.join('\n')}\n\n${labelLine}\n`;
 }
@@ -53,6 +54,12 @@ function duration(seconds: number): string {
 
 /** "Start at 0: `listener` `proxy`, `admin`; `reason` ...": each label's values among the series created at 0. */
 function startAtZero(metric: MetricDefinition): string {
+  if (metric.perCredential) {
+    const labels = metric.labels?.slice(0, -1) ?? [];
+    const sets = metric.perCredential;
+    const byLabel = labels.map((label, i) => `\`${label}\` ${[...new Set(sets.map((set) => set[i]!))].map(codeCell).join(', ')}`);
+    return `Start at 0 for each credential set${byLabel.length ? `: ${byLabel.join('; ')}` : ''}.`;
+  }
   const sets = metric.startAtZero;
   if (!sets?.length || !metric.labels?.length) return '';
   const byLabel = metric.labels.map((label, i) => `\`${label}\` ${[...new Set(sets.map((set) => set[i]!))].map(codeCell).join(', ')}`);

@@ -22,11 +22,13 @@ export {
 
 /** Typed handles for everything the sidecar records; label values cannot be chosen by clients. */
 export interface Metrics {
-  tokenRefreshed(result: RefreshResult, seconds: number): void;
+  /** A credential set was made: its per-set counters start at 0 (`credential` label: its id). */
+  credentialStarted(credential: string): void;
+  tokenRefreshed(result: RefreshResult, seconds: number, credential?: string): void;
   /** A gentoken request failed, by cause. */
-  tokenRequestFailed(cause: GentokenCause): void;
+  tokenRequestFailed(cause: GentokenCause, credential?: string): void;
   /** A gentoken call had to wait for the budget or a Retry-After. */
-  gentokenDeferred(trigger: GentokenTrigger): void;
+  gentokenDeferred(trigger: GentokenTrigger, credential?: string): void;
   upstreamUnauthorized(): void;
   guardDenied(): void;
   requestStarted(): void;
@@ -46,7 +48,7 @@ export interface Metrics {
   /** A connection refused as it opened: a source outside admin.allow, over its per-source limit, or the listener full (the unix socket's only reason). */
   connectionRefused(listener: AnyListener, reason: ConnectionRefusalReason): void;
   /** A young, accepted token this process still held was rejected: another holder of the ApiKey? */
-  tokenSuperseded(): void;
+  tokenSuperseded(credential?: string): void;
   /** A fleet renewal claim (token/fleet-source.ts) and its result. */
   fleetClaim(credential: string, result: 'won' | 'lost' | 'error'): void;
   /** A fleet publish lost the compare-and-set. */
@@ -72,7 +74,7 @@ export interface MetricSources {
    * The one status (sidecar.ts `status()`): the token gauges render its token part, the value
    * /readyz and /status render too, so they cannot disagree. Read once per scrape.
    */
-  status(): { token: TokenStatus | undefined };
+  status(): { token: TokenStatus | undefined; credentials?: ReadonlyArray<{ id: string; token: TokenStatus | undefined }> };
   /** Bytes of request bodies held for replay right now. */
   replayHeldBytes(): number;
   /** The fair shares now (streams, the replay reserve) and their limits; none when absent. */
@@ -80,8 +82,12 @@ export interface MetricSources {
 }
 
 /** No token, nothing held: what a registry for the docs or a test reads. */
-const IDLE: MetricSources = { status: () => ({ token: undefined }), replayHeldBytes: () => 0 };
+const IDLE: MetricSources = { status: () => ({ token: undefined, credentials: [{ id: DEFAULT_CREDENTIAL, token: undefined }] }), replayHeldBytes: () => 0 };
+/** The id of the object form's one set (config/credential-sets.ts: observability/ does not import config/). */
+const DEFAULT_CREDENTIAL = 'default';
 const NO_SHARES: Shares = { streamsActive: 0, streamsWaiting: 0, reservedHeldBytes: 0, limits: undefined };
+/** The counters with a `credential` label whose series start at 0 per set. */
+const PER_CREDENTIAL = ['tokenRequestFailures', 'gentokenDeferred', 'tokenRefresh', 'tokenSuperseded'] as const;
 /** Anything else becomes OTHER, so a client inventing methods cannot create series (docs/traps.md T25). */
 const METHODS = LABEL_VALUES.method;
 const METHOD_INDEX = new Map<string, number>(METHODS.map((m, i) => [m, i]));
@@ -111,9 +117,14 @@ export function createMetrics(registry: Registry, sources: MetricSources = IDLE,
   collectDefaultMetrics({ register: registry });
   for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(name);
   const certificates = new Map<RouteName, () => Date | undefined>();
-  const m = registerMetrics(registry, SIDECAR_METRICS, () => ({
-    token: sources.status().token, replayHeldBytes: sources.replayHeldBytes(), shares: sources.shares?.() ?? NO_SHARES, build, certificates,
-  }));
+  const m = registerMetrics(registry, SIDECAR_METRICS, () => {
+    const status = sources.status();
+    return {
+      token: status.token, credentials: status.credentials ?? [{ id: DEFAULT_CREDENTIAL, token: status.token }],
+      replayHeldBytes: sources.replayHeldBytes(), shares: sources.shares?.() ?? NO_SHARES, build, certificates,
+    };
+  });
+  const started = new Set<string>();
   const requests = m.requests;
   const egressRoutes = new Set<RouteName>();
   const openedBy = new Map<AnyListener, { opened: ReturnType<typeof m.connectionsOpened.labels>; open: ReturnType<typeof m.openConnections.labels> }>();
@@ -143,12 +154,20 @@ export function createMetrics(registry: Registry, sources: MetricSources = IDLE,
     },
     egressProxyFailed: (route, reason) => m.egressProxyFailures.labels(route, reason).inc(),
     clientCertificate: (route, notAfter) => void certificates.set(route, notAfter),
-    tokenRefreshed(result, seconds) {
-      m.tokenRefresh.labels(result).inc();
+    credentialStarted(credential) {
+      if (started.has(credential)) return;
+      started.add(credential);
+      for (const key of PER_CREDENTIAL) {
+        const def = SIDECAR_METRICS[key];
+        for (const labels of def.perCredential) m[key].labels(...labels, credential).inc(0);
+      }
+    },
+    tokenRefreshed(result, seconds, credential = DEFAULT_CREDENTIAL) {
+      m.tokenRefresh.labels(result, credential).inc();
       m.tokenRefreshDuration.observe(duration(seconds));
     },
-    tokenRequestFailed: (cause) => m.tokenRequestFailures.labels(cause).inc(),
-    gentokenDeferred: (trigger) => m.gentokenDeferred.labels(trigger).inc(),
+    tokenRequestFailed: (cause, credential = DEFAULT_CREDENTIAL) => m.tokenRequestFailures.labels(cause, credential).inc(),
+    gentokenDeferred: (trigger, credential = DEFAULT_CREDENTIAL) => m.gentokenDeferred.labels(trigger, credential).inc(),
     upstreamUnauthorized: () => m.upstreamUnauthorized.inc(),
     guardDenied: () => m.guardDenied.inc(),
     requestStarted: () => m.inflight.inc(),
@@ -156,7 +175,7 @@ export function createMetrics(registry: Registry, sources: MetricSources = IDLE,
     upstreamRetried: (reason) => m.upstreamRetries.labels(reason).inc(),
     replayCaptureDropped: (reason) => m.replayCaptureDropped.labels(reason).inc(),
     connectionRefused: (listener, reason) => m.connectionsRefused.labels(listener, reason).inc(),
-    tokenSuperseded: () => m.tokenSuperseded.inc(),
+    tokenSuperseded: (credential = DEFAULT_CREDENTIAL) => m.tokenSuperseded.labels(credential).inc(),
     fleetClaim: (credential, result) => m.fleetClaims.labels(credential, result).inc(),
     fleetPublishConflict: (credential) => m.fleetPublishConflicts.labels(credential).inc(),
     fleetStoreError: (credential, operation) => m.fleetStoreErrors.labels(credential, operation).inc(),
@@ -178,7 +197,7 @@ export function createMetrics(registry: Registry, sources: MetricSources = IDLE,
 
 /** Every metric the sidecar can register, the translation gauges included, with idle sources (the golden exposition test reads it). */
 export function registerSidecarMetrics(registry: Registry): void {
-  createMetrics(registry);
+  createMetrics(registry).credentialStarted(DEFAULT_CREDENTIAL);
   createTranslationMetrics(registry);
 }
 

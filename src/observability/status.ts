@@ -78,8 +78,11 @@ export interface SidecarStatus {
   live: boolean;
   liveReason?: string;
   warnings: string[];
+  /** The first (with the object form of `credentials`, the only) set's token: what every rendering before credential sets showed. */
   token: TokenStatus | undefined;
-  listeners: { proxy?: string; admin?: string; socket?: string };
+  /** Every credential set, in config order: its id and its token's status (undefined while starting). */
+  credentials: Array<{ id: string; token: TokenStatus | undefined }>;
+  listeners: { proxy?: string; admin?: string; socket?: string; sets?: Record<string, string> };
   build: { version: string; node: string };
   at: string;
 }
@@ -118,8 +121,28 @@ export function statusLine(h: { ready: boolean; reason?: string; warnings?: read
 /** The `status` command's human text: the verdict first, then one fact a line, labels aligned. */
 export function statusText(s: SidecarStatus): string {
   const lines = [`${s.state}${s.ready ? '' : `: ${s.reason ?? 'not ready'}`}`];
-  const line = (label: string, value: string) => lines.push(`${`${label}:`.padEnd(15)}${value}`);
-  const t = s.token;
+  // Labels aligned; a set's indented label that fills the column still gets its space.
+  const line = (label: string, value: string) => lines.push(`${`${label}:`.length >= 15 ? `${label}: ` : `${label}:`.padEnd(15)}${value}`);
+  // Several credential sets: one block per set (docs/credential-sets.md), then the sidecar's own facts.
+  const sets = s.credentials ?? [];
+  if (sets.length > 1) {
+    for (const c of sets) {
+      lines.push(`credential set ${c.id}: ${c.token === undefined ? 'starting' : c.token.ready ? 'ready' : `no token: ${c.token.reason ?? 'not ready'}`}`);
+      tokenLines(c.token, (label, value) => line(`  ${label}`, value));
+    }
+  } else {
+    tokenLines(s.token, line);
+  }
+  for (const w of s.warnings) line('warning', w);
+  if (!s.live) line('not live', s.liveReason ?? 'unknown');
+  const l = s.listeners;
+  line('listeners', `proxy ${l.proxy ?? '-'}, admin ${l.admin ?? '-'}${l.socket ? `, socket ${l.socket}` : ''}${l.sets ? Object.entries(l.sets).map(([id, at]) => `, ${id} ${at}`).join('') : ''}`);
+  line('build', `b2b-sidecar ${s.build.version}, node ${s.build.node}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/** One token's lines of the status text: fingerprint, age and expiry, next attempt, refresh error, superseded. */
+function tokenLines(t: TokenStatus | undefined, line: (label: string, value: string) => void): void {
   line('token', t?.fingerprint
     ? `${t.fingerprint} (generation ${t.generation}), age ${t.ageSeconds} s, expires in ${t.expiresInSeconds} s (${t.expiresAt})`
     : 'none');
@@ -133,12 +156,6 @@ export function statusText(s: SidecarStatus): string {
     line('superseded', `last at ${x.lastAt}, ${x.inWindow} in ${x.windowMinutes} min${x.likelyAnotherHolder ? ': another process probably obtains tokens with the same ApiKey' : ''}`);
   }
   if (t?.fleet) line('fleet', fleetText(t.fleet));
-  for (const w of s.warnings) line('warning', w);
-  if (!s.live) line('not live', s.liveReason ?? 'unknown');
-  const l = s.listeners;
-  line('listeners', `proxy ${l.proxy ?? '-'}, admin ${l.admin ?? '-'}${l.socket ? `, socket ${l.socket}` : ''}`);
-  line('build', `b2b-sidecar ${s.build.version}, node ${s.build.node}`);
-  return `${lines.join('\n')}\n`;
 }
 
 /** The fleet line of `status`: the store and its state, where the token came from, the record. */

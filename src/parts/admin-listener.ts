@@ -27,6 +27,8 @@ const PROBE_SOURCES = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 export interface AdminViews {
   status(): SidecarStatus;
   health(): { ready: boolean; reason?: string; warnings?: string[] };
+  /** One credential set's readiness (`/readyz?credential=<id>`); undefined for an unknown id. */
+  healthOf?(id: string): { ready: boolean; reason?: string; warnings?: string[] } | undefined;
   live(): { live: boolean; reason?: string };
   onShutdown(): void;
 }
@@ -41,7 +43,7 @@ export function adminListenerPart(deps: PartDeps, made: Made, views: AdminViews)
       const guard = compileIpGuard(config.admin.allow);
       const allows = (peer: string | undefined) => guard.allows(guard.clientAddress(peer, undefined));
       const listener = createListener(createAdminHandler({
-        registry, health: views.health, status: views.status, logger, now: () => clock.now(),
+        registry, health: views.health, status: views.status, ...(views.healthOf ? { healthOf: views.healthOf } : {}), logger, now: () => clock.now(),
         live: views.live,
         allow: allows,
         ...(config.admin.allowShutdown ? { onShutdown: views.onShutdown } : {}),

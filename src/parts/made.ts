@@ -39,6 +39,10 @@ export interface Made {
   service?: ServicePart;
   localization?: LocalizationPart;
   handler?: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The handler of each credential set with its own `listen`, by id. */
+  setHandlers?: Map<string, (req: IncomingMessage, res: ServerResponse) => void>;
+  /** The credential sets' own listeners, which a drain closes with the proxy's. */
+  setListeners?: Listener[];
   /** The proxy's TCP listener and unix-socket listener, which a drain closes first. */
   proxy?: Listener;
   socket?: Listener;

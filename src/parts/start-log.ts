@@ -19,6 +19,8 @@ export function startLogFields(config: Config, made: Made, build: { version: str
     // Which forward proxy carries which upstream's connections, or why none does.
     egress: { service: part.egress.path, ...(localization ? { localization: localization.egress.path } : {}) },
     ...clientCertificates(part, localization),
+    // Several credential sets: how many, and the sets' own listeners (docs/credential-sets.md).
+    ...(part.sets.length > 1 || !part.sets[0]!.set.single ? { credentialSets: part.sets.length, ...(made.listeners.sets ? { setListeners: made.listeners.sets } : {}) } : {}),
   };
 }
 

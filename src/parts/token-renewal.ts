@@ -1,17 +1,21 @@
+import type { SetPart } from '../service/service-part.js';
 import type { Part } from '../shared/part.js';
 import { need, type Made } from './made.js';
 
 /**
- * The last step: the token loop starts, and the credential files are watched (a change re-reads
- * them and switches to a token obtained with them). Stopped by the service part's own stops.
+ * The last step: every credential set's token loop starts, and its credential files are watched
+ * (a change re-reads that set's files and switches that set to a token obtained with them). Stopped
+ * by the service part's own stops.
  */
-export function tokenRenewalPart(made: Made, onCredentialsChanged: () => void): Part {
+export function tokenRenewalPart(made: Made, onCredentialsChanged: (set: SetPart) => void): Part {
   return {
     name: 'token renewal',
     start() {
       const service = need(made.service, 'the service part');
-      service.tokens.start();
-      service.credentials.watch(onCredentialsChanged);
+      for (const set of service.sets) {
+        set.tokens.start();
+        set.credentials.watch(() => onCredentialsChanged(set));
+      }
     },
   };
 }

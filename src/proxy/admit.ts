@@ -54,6 +54,42 @@ export function pickRoute(routes: readonly ProxyRoute[], url: string): ProxyRout
   return routes[routes.length - 1]!;
 }
 
+/** Past this many routes (one per credential set with a pathPrefix), `pickRoute`'s scan gives way to an index. */
+export const ROUTE_SCAN_LIMIT = 16;
+
+/**
+ * `pickRoute` for many routes (a prefix per credential set, docs/credential-sets.md): the routes
+ * by the first segment of their prefix, each list longest first, so a request costs one map
+ * lookup instead of a scan of every set's prefix. Same answers as `pickRoute`.
+ */
+export function indexRoutes(routes: readonly ProxyRoute[]): (url: string) => ProxyRoute {
+  const sorted = byLongestPrefix(routes);
+  // What pickRoute answers when no prefix matches: the route without a prefix, else the last.
+  const last = sorted.find((r) => r.prefix === '') ?? sorted[sorted.length - 1]!;
+  const bySegment = new Map<string, ProxyRoute[]>();
+  for (const route of sorted) {
+    if (route.prefix === '') continue;
+    const key = firstSegment(route.prefix);
+    bySegment.set(key, [...(bySegment.get(key) ?? []), route]);
+  }
+  // Each list ends with that route, so pickRoute over it answers as over all of them.
+  for (const list of bySegment.values()) list.push(last);
+  return (url) => {
+    const candidates = bySegment.get(firstSegment(url));
+    return candidates ? pickRoute(candidates, url) : last;
+  };
+}
+
+/** `/objects-12/pub/x?y` → `/objects-12`. */
+function firstSegment(path: string): string {
+  let end = path.length;
+  for (let i = 1; i < path.length; i++) {
+    const c = path.charCodeAt(i);
+    if (c === 47 /* / */ || c === 63 /* ? */) { end = i; break; }
+  }
+  return path.slice(0, end);
+}
+
 /** Headers some frameworks (Spring's HiddenHttpMethodFilter variants, ASP.NET, Rails) read as the real method. */
 const METHOD_OVERRIDES = ['x-http-method-override', 'x-http-method', 'x-method-override'] as const;
 

@@ -14,7 +14,9 @@ import type { Logger } from '../observability/logger.js';
 import type { Clock } from '../shared/clock.js';
 import type { IpGuard } from '../shared/ip-guard.js';
 import { ClientGone } from '../upstream/engine.js';
-import { admit, byLongestPrefix, guardCheck, pickRoute } from './admit.js';
+import { admit, byLongestPrefix, guardCheck, indexRoutes, pickRoute, ROUTE_SCAN_LIMIT } from './admit.js';
+import { chooseCredential, type CredentialChoice } from './credential-choice.js';
+import { CREDENTIAL_HEADER } from './stripped-names.js';
 import { createForwarder } from './forward.js';
 import { isLocalSocket } from './listener/local-socket.js';
 import type { ProxyMetrics, ProxyRoute } from './proxy-route.js';
@@ -47,6 +49,11 @@ export interface ProxyHandlerOptions {
   uploadShare?: UploadShare;
   /** Scrubs the sidecar's secrets from an answer to a diagnostic probe (`doctor`; respond.ts). */
   diagnosticRedact?: (text: string) => string;
+  /**
+   * The credential sets this listener may serve (credential-choice.ts): consulted only when a
+   * request carries B2B-Credential or matched no set's route. Absent: the header is only stripped.
+   */
+  credentialChoice?: CredentialChoice;
 }
 
 /**
@@ -60,18 +67,23 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
   const paces = new UploadPaces(options.minUploadBytesPerSecond ?? 0, clock);
   const bodies = new RequestBodies(replay, paces, options.uploadShare ?? new UploadShare(Number.MAX_SAFE_INTEGER));
   const routes = byLongestPrefix(options.routes);
+  // Many credential sets' prefixes: an index instead of the scan (one branch on the few-routes path).
+  const indexed = routes.length > ROUTE_SCAN_LIMIT ? indexRoutes(routes) : undefined;
   const allowed = guardCheck(options.guard);
   const responder = createResponder({
     metrics, logger, clock, logRequests: options.logRequests,
     ...(options.diagnosticRedact ? { diagnosticRedact: options.diagnosticRedact } : {}),
   });
   const forward = createForwarder({ metrics, logger, write: responder.upstream });
+  const choice = options.credentialChoice;
+  // The route a request that chooses no set lands on when the shared listener has no default set.
+  const unchosen = choice?.unchosen?.credential === undefined ? choice?.unchosen : undefined;
 
   return function handle(req, res) {
     const started = clock.now();
     const method = req.method ?? 'GET';
     const url = req.url ?? '/';
-    const route = pickRoute(routes, url);
+    let route = indexed ? indexed(url) : pickRoute(routes, url);
     // Read now: once undici has consumed the request as a body, `req.socket` is null (docs/traps.md T29).
     const source = req.socket.remoteAddress ?? (isLocalSocket(req.socket) ? 'unix' : undefined);
     metrics.requestStarted();
@@ -91,6 +103,12 @@ export function createProxyHandler(options: ProxyHandlerOptions): (req: Incoming
       metrics.guardDenied();
       logger.warn('request denied by the source guard', { source, forwardedFor: req.headers['x-forwarded-for'] });
       return respond(403, 'source address not allowed');
+    }
+    // The credential set: a branch on the one-set path (docs/credential-sets.md).
+    if (choice !== undefined && (req.headers[CREDENTIAL_HEADER] !== undefined || route === unchosen)) {
+      const chosen = chooseCredential(choice, route, req);
+      if ('status' in chosen) return respond(chosen.status, chosen.message);
+      route = chosen;
     }
     const admitted = admit(route, url, method, req.headers);
     if ('status' in admitted) return respond(admitted.status, admitted.message, admitted.headers);

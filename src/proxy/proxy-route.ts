@@ -21,6 +21,8 @@ export interface ProxyRoute {
   stripHeaders: ReadonlySet<string>;
   stripQuery: ReadonlySet<string>;
   stripCookies: ReadonlySet<string>;
+  /** The credential set whose token the route attaches (a service route); B2B-Credential may name only it. */
+  credential?: string;
   /** Maps a response's `Location` (e.g. an upstream redirect) back under this route. */
   rewriteLocation?(location: string): string;
 }

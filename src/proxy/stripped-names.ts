@@ -1,5 +1,8 @@
 import type { CompiledAttachments } from './attach.js';
 
+/** The request header that chooses a credential set (lower case, as Node gives header names). */
+export const CREDENTIAL_HEADER = 'b2b-credential';
+
 /** What a route removes from a client request before it attaches its own credentials. */
 export interface StrippedNames {
   /** Lower-case header names. */
@@ -15,7 +18,8 @@ export interface StrippedNames {
  */
 export function strippedNames(serviceAttachments: CompiledAttachments, ownHeaders: readonly string[]): StrippedNames {
   return {
-    stripHeaders: new Set([...serviceAttachments.headerNames, ...ownHeaders.map((h) => h.toLowerCase())]),
+    // B2B-Credential chooses a credential set and never leaves the sidecar, on any route (docs/credential-sets.md).
+    stripHeaders: new Set([...serviceAttachments.headerNames, ...ownHeaders.map((h) => h.toLowerCase()), CREDENTIAL_HEADER]),
     stripQuery: serviceAttachments.queryNames,
     stripCookies: serviceAttachments.cookieNames,
   };

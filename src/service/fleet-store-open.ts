@@ -50,11 +50,12 @@ export function fleetHolder(): string {
 }
 
 /** Every `fleet.*` setting the token manager's fleet source reads, and its metric hooks. */
-export function fleetOptions(config: Config, store: FleetStore, metrics?: Pick<Metrics, 'fleetClaim' | 'fleetPublishConflict' | 'fleetStoreError'>, credentialId = 'default'): FleetOptions {
+export function fleetOptions(config: Config, store: FleetStore, metrics?: Pick<Metrics, 'fleetClaim' | 'fleetPublishConflict' | 'fleetStoreError'>, credentialId = 'default', baseUrl = config.service.baseUrl): FleetOptions {
   const fleet = config.fleet;
   return {
     store,
-    baseUrl: config.service.baseUrl,
+    // The record's key: this set's installation and ApiKey (fleet-record.ts).
+    baseUrl,
     holder: fleetHolder(),
     onStoreDown: fleet.onStoreDown,
     pollIntervalMs: fleet.pollIntervalSeconds * 1000,

@@ -1,13 +1,21 @@
 import type { Logger } from '../observability/logger.js';
 import { credentialFileProblem, credentialFromFile, credentialValueProblem } from '../config/credential-content.js';
 import { ConfigError } from '../shared/errors.js';
-import type { Config } from '../config/schema.js';
 import type { SecretSet } from '../shared/secrets.js';
 import type { Credentials } from './token-client.js';
 import { watchFiles, type FileWatch } from '../shared/file-watch.js';
 import { FileRefusedError, MAX_SECRET_FILE_BYTES, readBoundedFile } from '../shared/bounded-file.js';
 
 export type { Credentials } from './token-client.js';
+
+/** The keys of one credential set (config/credential-sets.ts) the store reads. */
+export interface CredentialKeys {
+  apiKey?: string | undefined;
+  apiKeyFile?: string | undefined;
+  password?: string | undefined;
+  passwordFile?: string | undefined;
+  rkObjectId?: string | undefined;
+}
 
 /** The integrator's credentials, re-read from their files on change and on SIGHUP. */
 export interface CredentialStore {
@@ -48,19 +56,25 @@ interface Source {
  * Rejects with a ConfigError naming the key when a credential is missing, empty or unreadable.
  */
 export async function createCredentialStore(
-  cfg: Config['credentials'],
-  { logger, secrets, now = Date.now }: { logger: Logger; secrets: SecretSet; now?: () => number },
+  cfg: CredentialKeys,
+  { logger, secrets, now = Date.now, at }: {
+    logger: Logger; secrets: SecretSet; now?: () => number;
+    /** Where the set stands in a list of sets (`credentials[1]`): problems name its keys so, without the environment variables (config/credential-sets.ts). */
+    at?: string;
+  },
 ): Promise<CredentialStore> {
   const sources: Source[] = [
     { key: 'apiKey', env: 'B2B_API_KEY', inline: cfg.apiKey, file: cfg.apiKeyFile },
     { key: 'password', env: 'B2B_PASSWORD', inline: cfg.password, file: cfg.passwordFile },
   ];
+  const base = at ?? 'credentials';
 
   async function readAll(): Promise<{ apiKey: string; password: string }> {
     const problems: string[] = [];
     const values: Record<string, string> = {};
     for (const s of sources) {
-      const label = s.file ? `credentials.${s.key}File (${s.env}_FILE)` : `credentials.${s.key} (${s.env})`;
+      const envName = at === undefined ? ` (${s.env}${s.file ? '_FILE' : ''})` : '';
+      const label = s.file ? `${base}.${s.key}File${envName}` : `${base}.${s.key}${envName}`;
       const carrier = s.key === 'apiKey' ? 'header' : 'body';
       let value = s.inline;
       let problem: string | undefined;
@@ -78,7 +92,7 @@ export async function createCredentialStore(
         if (problem) problem = `${s.file} ${problem}`;
         value = credentialFromFile(text);
       } else if (!value) {
-        problem = `missing (set credentials.${s.key} or credentials.${s.key}File)`;
+        problem = `missing (set ${base}.${s.key} or ${base}.${s.key}File)`;
       } else {
         problem = credentialValueProblem(value, carrier);
       }

@@ -52,7 +52,7 @@ export interface TokenManagerOptions {
   spreadFirstRenewal?: boolean;
   /** The names (lower-case) `token.attach` puts in the query: left out of the keys 401s are judged by (request-key.ts). */
   attachQueryNames?: readonly string[];
-  /** The credential set's id: the `credential` label of its metrics (default `default`). */
+  /** The credential set this manager obtains tokens for (config/credential-sets.ts); `default` for the object form of `credentials`. */
   credentialId?: string;
 }
 

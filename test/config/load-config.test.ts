@@ -1,3 +1,4 @@
+import { singleCredentials } from '../helpers/single-credentials.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -92,7 +93,7 @@ describe('loadConfig: files', () => {
     ]);
     for (const secret of ['Anch0rKey', 'T4gPass']) assert.ok(!problems.join().includes(secret));
     const quoted = await loadConfig(file('quoted.yaml', 'service: { baseUrl: https://x.example }\ncredentials: { apiKey: "&k", password: "*p!" }\n'), {});
-    assert.deepEqual([quoted.credentials.apiKey, quoted.credentials.password], ['&k', '*p!']);
+    assert.deepEqual([singleCredentials(quoted).apiKey, singleCredentials(quoted).password], ['&k', '*p!']);
   });
 
   it('names the line of an unknown key in the file, with the nearest known key', async () => {
@@ -122,8 +123,8 @@ describe('loadConfig: environment', () => {
       B2B_L10N_BASE_URL: 'https://l10n.example.com',
       UNRELATED: 'x',
     });
-    assert.equal(config.credentials.apiKey, 'env-key');
-    assert.equal(config.credentials.rkObjectId, 'obj-7');
+    assert.equal(singleCredentials(config).apiKey, 'env-key');
+    assert.equal(singleCredentials(config).rkObjectId, 'obj-7');
     assert.equal(config.listen.port, 0);
     assert.equal(config.admin.port, 9999);
     assert.equal(config.log.level, 'warn');
@@ -136,7 +137,7 @@ describe('loadConfig: environment', () => {
     const config = await loadConfig(file('c.yaml', YAML_CONFIG), { B2B_BASE_URL: 'https://other.example.com', B2B_LISTEN_PORT: '', B2B_API_KEY: '' });
     assert.equal(config.service.baseUrl, 'https://other.example.com');
     assert.equal(config.listen.port, 18080);
-    assert.equal(config.credentials.apiKey, 'file-key');
+    assert.equal(singleCredentials(config).apiKey, 'file-key');
   });
 
   it('reports values that do not coerce to the key type, with the rest', async () => {
@@ -170,10 +171,10 @@ describe('loadConfig: environment', () => {
       B2B_L10N_BASE_URL: 'https://l10n.example.com',
       B2B_L10N_TOKEN_FILE: l10nFile,
     });
-    assert.equal(config.credentials.apiKeyFile, keyFile);
-    assert.equal(config.credentials.passwordFile, passwordFile);
+    assert.equal(singleCredentials(config).apiKeyFile, keyFile);
+    assert.equal(singleCredentials(config).passwordFile, passwordFile);
     assert.equal(config.localization?.tokenFile, l10nFile);
-    assert.equal(config.credentials.apiKey, undefined);
+    assert.equal(singleCredentials(config).apiKey, undefined);
     assert.ok(!JSON.stringify(config).includes('from-file'));
   });
 
@@ -181,13 +182,13 @@ describe('loadConfig: environment', () => {
     const passwordFile = file('password', 'pw');
     const yaml = `service: { baseUrl: "https://api.example.com" }\ncredentials: { apiKey: k, passwordFile: "${passwordFile}" }\n`;
     const byValue = await loadConfig(file('c.yaml', yaml), { B2B_PASSWORD: 'env-password' });
-    assert.equal(byValue.credentials.password, 'env-password');
-    assert.equal(byValue.credentials.passwordFile, undefined);
+    assert.equal(singleCredentials(byValue).password, 'env-password');
+    assert.equal(singleCredentials(byValue).passwordFile, undefined);
     const keyFile = file('key', 'k');
     const byFile = await loadConfig(file('c.yaml', yaml), { B2B_API_KEY_FILE: keyFile });
-    assert.equal(byFile.credentials.apiKeyFile, keyFile);
-    assert.equal(byFile.credentials.apiKey, undefined);
-    assert.equal(byFile.credentials.passwordFile, passwordFile);
+    assert.equal(singleCredentials(byFile).apiKeyFile, keyFile);
+    assert.equal(singleCredentials(byFile).apiKey, undefined);
+    assert.equal(singleCredentials(byFile).passwordFile, passwordFile);
     // Which source is used is said, not silent (logged at start, printed by check-config).
     assert.deepEqual(envReplacements(byValue), ['credentials.passwordFile from the config file is ignored: B2B_PASSWORD in the environment sets credentials.password, which is used instead']);
     assert.deepEqual(envReplacements(byFile), ['credentials.apiKey from the config file is ignored: B2B_API_KEY_FILE in the environment sets credentials.apiKeyFile, which is used instead']);
@@ -201,12 +202,12 @@ describe('loadConfig: environment', () => {
     writeFileSync(join(credentials, 'password'), 'directory-password-2');
     const yaml = file('no-credentials.yaml', 'service: { baseUrl: "https://api.example.com" }\n');
     const config = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials });
-    assert.equal(config.credentials.apiKeyFile, join(credentials, 'api-key'));
-    assert.equal(config.credentials.passwordFile, join(credentials, 'password'));
+    assert.equal(singleCredentials(config).apiKeyFile, join(credentials, 'api-key'));
+    assert.equal(singleCredentials(config).passwordFile, join(credentials, 'password'));
     // A credential set elsewhere wins, and a directory without the file adds nothing.
     const byEnv = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials, B2B_PASSWORD: 'env-password' });
-    assert.equal(byEnv.credentials.password, 'env-password');
-    assert.equal(byEnv.credentials.passwordFile, undefined);
+    assert.equal(singleCredentials(byEnv).password, 'env-password');
+    assert.equal(singleCredentials(byEnv).passwordFile, undefined);
     assert.deepEqual(await problemsOf(loadConfig(yaml, { CREDENTIALS_DIRECTORY: tmpdir() + '/nonexistent-b2b' })), [
       'credentials.apiKey (B2B_API_KEY): missing credential: set apiKey or apiKeyFile (B2B_API_KEY_FILE)',
       'credentials.password (B2B_PASSWORD): missing credential: set password or passwordFile (B2B_PASSWORD_FILE)',
@@ -227,7 +228,7 @@ describe('loadConfig: environment', () => {
     assert.ok(!JSON.stringify(envReplacements(config)).includes('inline-password-3'));
     // The environment still wins (the unit's B2B_*_FILE point at the same copies).
     const byEnv = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials, B2B_API_KEY_FILE: join(credentials, 'password') });
-    assert.equal(byEnv.credentials.apiKeyFile, join(credentials, 'password'));
+    assert.equal(singleCredentials(byEnv).apiKeyFile, join(credentials, 'password'));
   });
 
   it('a credential file that does not exist names the way out: LoadCredential= and $CREDENTIALS_DIRECTORY', async () => {

@@ -1,3 +1,4 @@
+import { singleCredentials } from '../helpers/single-credentials.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -362,7 +363,7 @@ describe('redactConfig', () => {
     assert.equal(redacted.service.baseUrl, 'https://api.example.com');
     assert.deepEqual(redacted.token.attach, DEFAULT_ATTACH);
     for (const secret of ['key-1234', 'pass-5678', 'l10n-token-9']) assert.ok(!JSON.stringify(redacted).includes(secret));
-    assert.equal(config.credentials.apiKey, 'key-1234');
+    assert.equal(singleCredentials(config).apiKey, 'key-1234');
   });
 });
 
@@ -371,7 +372,7 @@ describe('ConfigSchema itself', () => {
     const { Ajv } = await import('ajv');
     const { ConfigSchema } = await import('../../src/config/schema.js');
     const { addAnnotationKeywords } = await import('../../src/config/validate-config.js');
-    const ajv = addAnnotationKeywords(new Ajv({ strict: true, allErrors: true }));
+    const ajv = addAnnotationKeywords(new Ajv({ strict: true, allErrors: true, allowUnionTypes: true }));
     assert.equal(ajv.validateSchema(ConfigSchema), true, JSON.stringify(ajv.errors));
     assert.doesNotThrow(() => ajv.compile(ConfigSchema));
   });

@@ -1,3 +1,4 @@
+import { singleCredentials } from '../helpers/single-credentials.js';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -125,8 +126,8 @@ describe('systemd unit', () => {
     for (const entry of documented) writeFileSync(join(credentials, entry.split(':')[0]!), `value-of-${entry.split(':')[0]}-123`);
     const config = new URL('../../config/sidecar.example.yaml', import.meta.url).pathname;
     const loaded = await loadConfig(config, { CREDENTIALS_DIRECTORY: credentials });
-    assert.equal(loaded.credentials.apiKeyFile, join(credentials, 'api-key'));
-    assert.equal(loaded.credentials.passwordFile, join(credentials, 'password'));
+    assert.equal(singleCredentials(loaded).apiKeyFile, join(credentials, 'api-key'));
+    assert.equal(singleCredentials(loaded).passwordFile, join(credentials, 'password'));
   });
 
   it('reloads with SIGHUP, stops with SIGTERM and restarts on failure but not on a bad config', () => {

@@ -9,6 +9,9 @@ import { readFileSync } from 'node:fs';
 const SOURCES: ReadonlyArray<{ file: string; returns?: boolean; literals?: RegExp }> = [
   { file: 'src/proxy/proxy-handler.ts' },
   { file: 'src/proxy/admit.ts' },
+  // The credential set a request chooses (400/403), and the /readyz reasons naming a set.
+  { file: 'src/proxy/credential-choice.ts', literals: /^no credential set chosen/ },
+  { file: 'src/parts/sidecar-status.ts' },
   { file: 'src/proxy/forward.ts' },
   { file: 'src/proxy/listener/listener.ts' },
   { file: 'src/proxy/listener/request-protocol.ts' },

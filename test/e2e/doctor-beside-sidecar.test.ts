@@ -30,7 +30,8 @@ function getText(port: number, path: string): Promise<{ status: number; body: st
 }
 
 function sample(metrics: string, name: string): number {
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics);
+  // The per-token series carry the credential set's id (`default` for the object form).
+  const m = new RegExp(`^${name}(?:\\{credential="default"\\})? (\\S+)$`, 'm').exec(metrics);
   assert.ok(m, `${name} not in the exposition`);
   return Number(m[1]);
 }

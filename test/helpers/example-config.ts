@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { ConfigSchema } from '../../src/config/schema.js';
 import { formatKey, walkProperties, type ConfigPath, type SchemaNode } from '../../src/config/walk.js';
@@ -66,7 +67,25 @@ function commentAbove(source: string, offset: number): string {
 }
 
 export function isSection(node: SchemaNode): boolean {
-  return node.type === 'object';
+  // `credentials` is an object or a list (config/credential-sets-schema.ts): a section either way.
+  return node.type === 'object' || (Array.isArray(node.type) && (node.type as string[]).includes('object'));
+}
+
+/**
+ * Keys shown in a companion example instead of the main one: the list form of `credentials` (one
+ * key cannot be a map and a list in one file). Every key under `under` is looked for there.
+ */
+export const COMPANION_EXAMPLES: ReadonlyArray<{ under: string; name: string; file: URL }> = [
+  { under: 'credentials[]', name: 'config/credential-sets.example.yaml', file: new URL('../../config/credential-sets.example.yaml', import.meta.url) },
+];
+
+/** The keys each example text must show: the main text's, then each companion's. */
+function examples(text: string, keys: readonly SchemaKey[]): Array<{ text: string; name: string; keys: SchemaKey[] }> {
+  const companionOf = (key: SchemaKey) => COMPANION_EXAMPLES.find((c) => formatKey(key.path).startsWith(c.under));
+  return [
+    { text, name: 'config/sidecar.example.yaml', keys: keys.filter((k) => !companionOf(k)) },
+    ...COMPANION_EXAMPLES.map((c) => ({ text: readFileSync(c.file, 'utf8'), name: c.name, keys: keys.filter((k) => companionOf(k) === c) })),
+  ];
 }
 
 /** What a missing key's failure says to add: the lines to put under its section, in the example's own style. */
@@ -97,15 +116,20 @@ function defaultHint(node: SchemaNode): string {
 /** The keys of `schema` the example does not mention, each with the lines to add. */
 export function missingFromExample(text: string, schema: SchemaNode = ConfigSchema as unknown as SchemaNode): string[] {
   const keys = schemaKeys(schema);
-  const all = parseDocument(uncommented(text, keys), { uniqueKeys: true });
-  if (all.errors.length > 0) return all.errors.map((e) => `the example with its optional lines uncommented is not valid YAML: ${e.message}`);
-  return keys.filter(({ path }) => nodeAt(all.contents, path) === undefined).map(({ path, node }) => missingKey(path, node));
+  return examples(text, keys).flatMap(({ text: source, name, keys: own }) => {
+    const all = parseDocument(uncommented(source, keys), { uniqueKeys: true });
+    if (all.errors.length > 0) return all.errors.map((e) => `${name} with its optional lines uncommented is not valid YAML: ${e.message}`);
+    return own.filter(({ path }) => nodeAt(all.contents, path) === undefined).map(({ path, node }) => missingKey(path, node));
+  });
 }
 
 /** The keys the example mentions without the comment above naming what it does, its default and its env variable. */
 export function undocumentedInExample(text: string, schema: SchemaNode = ConfigSchema as unknown as SchemaNode): string[] {
   const keys = schemaKeys(schema);
-  const source = uncommented(text, keys);
+  return examples(text, keys).flatMap(({ text: raw, name, keys: own }) => undocumentedIn(uncommented(raw, keys), name, own));
+}
+
+function undocumentedIn(source: string, name: string, keys: readonly SchemaKey[]): string[] {
   const all = parseDocument(source);
   const problems: string[] = [];
   for (const { path, node } of keys) {
@@ -113,7 +137,7 @@ export function undocumentedInExample(text: string, schema: SchemaNode = ConfigS
     if (!found?.key.range) continue; // reported by missingFromExample
     const comment = commentAbove(source, found.key.range[0]);
     const line = source.slice(0, found.key.range[0]).split('\n').length;
-    const key = `${formatKey(path)} (config/sidecar.example.yaml line ${line})`;
+    const key = `${formatKey(path)} (${name} line ${line})`;
     if (comment === '') {
       problems.push(`${key}: add a comment line above it saying what it does${defaultHint(node)}`);
       continue;

@@ -22,7 +22,7 @@ function guard(allow: string[]): AdminOptions['allow'] {
 async function start(overrides: Partial<AdminOptions> = {}) {
   const capture = createCaptureLogger();
   const registry = createRegistry();
-  createMetrics(registry, { status: () => ({ token: { ready: true, live: true, ageSeconds: 3, expiresInSeconds: 897, warnings: [] } }), replayHeldBytes: () => 0 });
+  createMetrics(registry, { status: () => ({ token: { ready: true, live: true, ageSeconds: 3, expiresInSeconds: 897, warnings: [] } }), replayHeldBytes: () => 0 }).credentialStarted('default');
   const handler = createAdminHandler({
     registry,
     health: () => ({ ready: true }),
@@ -66,12 +66,23 @@ describe('admin handler', () => {
     await http.head('/readyz').expect(503);
   });
 
+  it('answers /readyz?credential=<id> for one credential set: 200, 503 with its reason, 404 unknown, 400 malformed', async () => {
+    const sets: Record<string, { ready: boolean; reason?: string }> = { a: { ready: true }, b: { ready: false, reason: 'credentials rejected by the auth server' } };
+    const { http } = await start({ health: () => ({ ready: false, reason: 'credential set b: credentials rejected by the auth server' }), healthOf: (id) => sets[id] });
+    assert.deepEqual((await http.get('/readyz?credential=a').expect(200)).body, { status: 'ready' });
+    assert.deepEqual((await http.get('/readyz?credential=b').expect(503)).body, { status: 'not ready', message: 'credentials rejected by the auth server' });
+    assert.match((await http.get('/readyz?credential=c').expect(404)).body.message, /no credential set has the id "c"/);
+    assert.match((await http.get('/readyz?credential=%3Cscript%3E').expect(400)).body.message, /must be a credential set id/);
+    assert.match((await http.get('/readyz?credential=a&credential=b').expect(400)).body.message, /one credential parameter/);
+    await http.get('/readyz').expect(503);
+  });
+
   it('serves the registry at /metrics with its content type', async () => {
     const { http, registry } = await start();
     const res = await http.get('/metrics').expect(200);
     assert.equal(res.headers['content-type'], registry.contentType);
-    assert.match(res.text, /^b2b_sidecar_token_valid 1$/m);
-    assert.match(res.text, /^b2b_sidecar_token_refresh_total\{result="unauthorized"\} 0$/m);
+    assert.match(res.text, /^b2b_sidecar_token_valid\{credential="default"\} 1$/m);
+    assert.match(res.text, /^b2b_sidecar_token_refresh_total\{result="unauthorized",credential="default"\} 0$/m);
   });
 
   it('starts the drain on POST /shutdown when enabled, after answering 202', async () => {
@@ -156,7 +167,7 @@ describe('admin handler', () => {
       return metrics();
     };
     const answers = await Promise.all(Array.from({ length: 30 }, () => http.get('/metrics')));
-    assert.ok(answers.every((a) => a.status === 200 && /b2b_sidecar_token_valid 1/.test(a.text)));
+    assert.ok(answers.every((a) => a.status === 200 && /b2b_sidecar_token_valid\{credential="default"\} 1/.test(a.text)));
     assert.equal(answers[0]!.headers['content-type'], registry.contentType);
     assert.equal(renders, 1);
     now += SCRAPE_CACHE_MS - 1;

@@ -43,7 +43,7 @@ describe('the metrics table (docs/metrics.md)', () => {
       },
     } satisfies Record<string, MetricDefinition>;
     const registry = createRegistry();
-    const handles = registerMetrics(registry, table, () => ({ token: undefined, replayHeldBytes: 0, shares: { streamsActive: 0, streamsWaiting: 0, reservedHeldBytes: 0, limits: undefined }, build: { version: 'x', node: 'y' }, certificates: new Map() }));
+    const handles = registerMetrics(registry, table, () => ({ token: undefined, credentials: [], replayHeldBytes: 0, shares: { streamsActive: 0, streamsWaiting: 0, reservedHeldBytes: 0, limits: undefined }, build: { version: 'x', node: 'y' }, certificates: new Map() }));
     handles.replays.labels('service').inc();
     const text = await registry.metrics();
     assert.match(text, /^# HELP b2b_sidecar_unauthorized_replays_total Requests replayed after a 401\.\n# TYPE b2b_sidecar_unauthorized_replays_total counter\n/m);

@@ -30,6 +30,8 @@ function setup(initial?: TokenStatus) {
   const registry = createRegistry();
   const state: { token: TokenStatus | undefined; reads: number } = { token: initial, reads: 0 };
   const metrics = createMetrics(registry, { status: () => (state.reads++, { token: state.token }), replayHeldBytes: () => 0 });
+  // The per-set counters start at 0 when the service part makes the set.
+  metrics.credentialStarted('default');
   return { registry, state, metrics };
 }
 
@@ -47,8 +49,8 @@ describe('createMetrics', () => {
     assert.equal(await value(registry, 'b2b_sidecar_token_age_seconds'), 600);
     state.token = token({ ready: true, ageSeconds: 0, expiresInSeconds: 900 });
     const text = await registry.metrics();
-    assert.match(text, /^b2b_sidecar_token_age_seconds 0$/m);
-    assert.match(text, /^b2b_sidecar_token_expires_in_seconds 900$/m);
+    assert.match(text, /^b2b_sidecar_token_age_seconds\{credential="default"\} 0$/m);
+    assert.match(text, /^b2b_sidecar_token_expires_in_seconds\{credential="default"\} 900$/m);
   });
 
   it('renders the wall-clock gauges and attach suspect from the same status, read once per scrape', async () => {
@@ -59,16 +61,16 @@ describe('createMetrics', () => {
     state.reads = 0;
     const text = await registry.metrics();
     assert.equal(state.reads, 1, 'one status per scrape, so the gauges of one scrape agree');
-    assert.match(text, /^b2b_sidecar_token_expiry_timestamp_seconds 1795774500$/m);
-    assert.match(text, /^b2b_sidecar_token_next_refresh_timestamp_seconds 1795773930\.5$/m);
-    assert.match(text, /^b2b_sidecar_attach_suspect 1$/m);
-    assert.match(text, /^b2b_sidecar_token_valid 0$/m);
+    assert.match(text, /^b2b_sidecar_token_expiry_timestamp_seconds\{credential="default"\} 1795774500$/m);
+    assert.match(text, /^b2b_sidecar_token_next_refresh_timestamp_seconds\{credential="default"\} 1795773930\.5$/m);
+    assert.match(text, /^b2b_sidecar_attach_suspect\{credential="default"\} 1$/m);
+    assert.match(text, /^b2b_sidecar_token_valid\{credential="default"\} 0$/m);
     await registry.metrics();
     assert.equal(state.reads, 2);
     state.token = undefined;
     const idle = await registry.metrics();
     for (const name of ['token_expiry_timestamp_seconds', 'token_next_refresh_timestamp_seconds', 'attach_suspect', 'token_age_seconds']) {
-      assert.match(idle, new RegExp(`^b2b_sidecar_${name} 0$`, 'm'), `${name} is 0 without a token`);
+      assert.match(idle, new RegExp(`^b2b_sidecar_${name}\\{credential="default"\\} 0$`, 'm'), `${name} is 0 without a token`);
     }
   });
 

@@ -21,7 +21,7 @@ const TOKEN: TokenStatus = {
 
 function status(over: Partial<SidecarStatus> = {}, token: Partial<TokenStatus> = {}): SidecarStatus {
   const t = { ...TOKEN, ...token };
-  const s = { ready: true, live: true, warnings: [], token: t, listeners: { proxy: '127.0.0.1:8080', admin: '127.0.0.1:9464' }, build: { version: '1.2.3', node: 'v24.21.0' }, at: '2026-01-01T00:01:00.000Z', ...over };
+  const s = { ready: true, live: true, warnings: [], token: t, credentials: [{ id: 'default', token: t }], listeners: { proxy: '127.0.0.1:8080', admin: '127.0.0.1:9464' }, build: { version: '1.2.3', node: 'v24.21.0' }, at: '2026-01-01T00:01:00.000Z', ...over };
   return { state: stateOf(s, t), ...s };
 }
 
@@ -47,6 +47,28 @@ describe('the one status and its renderings', () => {
     assert.deepEqual(liveness(status({ live: false, liveReason: 'stuck' })), { live: false, reason: 'stuck' });
     assert.equal(statusLine(readiness(status({ warnings: ['a', 'b'] }))), 'ready (warning: a; b)');
     assert.equal(statusLine(readiness(status({ ready: false, reason: 'no token yet' }))), 'not ready: no token yet');
+  });
+
+  it('prints one block per credential set when there are several, and each set\'s listener', () => {
+    const t = { ...TOKEN };
+    const refused = { ...TOKEN, ready: false, reason: 'credentials rejected by the auth server', fingerprint: undefined };
+    const text = statusText(status({
+      ready: false, reason: 'credential set b: credentials rejected by the auth server',
+      credentials: [{ id: 'a', token: t }, { id: 'b', token: refused }],
+      listeners: { proxy: '127.0.0.1:8080', admin: '127.0.0.1:9464', sets: { a: '127.0.0.1:8081' } },
+    }));
+    assert.equal(text, [
+      'no token: credential set b: credentials rejected by the auth server',
+      'credential set a: ready',
+      '  token:       ab12cd34 (generation 2), age 60 s, expires in 840 s (2026-01-01T00:15:00.000Z)',
+      '  next attempt: 2026-01-01T00:10:00.000Z',
+      'credential set b: no token: credentials rejected by the auth server',
+      '  token:       none',
+      '  next attempt: 2026-01-01T00:10:00.000Z',
+      'listeners:     proxy 127.0.0.1:8080, admin 127.0.0.1:9464, a 127.0.0.1:8081',
+      'build:         b2b-sidecar 1.2.3, node v24.21.0',
+      '',
+    ].join('\n'));
   });
 
   it('prints the text: the verdict first, one fact a line', () => {

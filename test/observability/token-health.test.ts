@@ -30,12 +30,12 @@ describe('sidecar: a refusing vendor is readiness, not liveness', () => {
       assert.equal(ready.status, 503);
       assert.match(JSON.parse(ready.body).message, /^gentoken refused \(HTTP 403\): this host's egress address/);
       const metrics = (await admin(s.adminPort, '/metrics')).body;
-      assert.match(metrics, /^b2b_sidecar_token_request_failures_total\{cause="refused"\} 1$/m);
-      assert.match(metrics, /^b2b_sidecar_token_request_failures_total\{cause="tls"\} 0$/m);
-      assert.match(metrics, /^b2b_sidecar_gentoken_deferred_total\{trigger="rotation"\} 0$/m);
-      const next = Number(/^b2b_sidecar_token_next_refresh_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
+      assert.match(metrics, /^b2b_sidecar_token_request_failures_total\{cause="refused",credential="default"\} 1$/m);
+      assert.match(metrics, /^b2b_sidecar_token_request_failures_total\{cause="tls",credential="default"\} 0$/m);
+      assert.match(metrics, /^b2b_sidecar_gentoken_deferred_total\{trigger="rotation",credential="default"\} 0$/m);
+      const next = Number(/^b2b_sidecar_token_next_refresh_timestamp_seconds\{credential="default"\} (\S+)$/m.exec(metrics)?.[1]);
       assert.ok(next > Date.now() / 1000 - 5, 'a retry is scheduled');
-      assert.match(metrics, /^b2b_sidecar_token_expiry_timestamp_seconds 0$/m);
+      assert.match(metrics, /^b2b_sidecar_token_expiry_timestamp_seconds\{credential="default"\} 0$/m);
       for (const secret of [CREDENTIALS.password, CREDENTIALS.apiKey]) assert.ok(!s.log.text().includes(secret));
     } finally {
       await s.stop();

@@ -167,9 +167,9 @@ for (const engine of ENGINES) {
       assert.equal(sim.stats.tokenRequests - before, 1);
       const metrics = await s.sidecar.registry.metrics();
       assert.match(metrics, /^b2b_sidecar_upstream_unauthorized_total [1-9]/m);
-      assert.match(metrics, /^b2b_sidecar_token_refresh_total\{result="success"\} [2-9]/m);
+      assert.match(metrics, /^b2b_sidecar_token_refresh_total\{result="success",credential="default"\} [2-9]/m);
       assert.match(metrics, /^b2b_sidecar_requests_total\{route="service",method="POST",code="200"\} [1-9]/m);
-      assert.match(metrics, /^b2b_sidecar_token_valid 1$/m);
+      assert.match(metrics, /^b2b_sidecar_token_valid\{credential="default"\} 1$/m);
     });
 
     it('turns a burst of concurrent 401s into one gentoken call', async () => {

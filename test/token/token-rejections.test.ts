@@ -31,7 +31,7 @@ async function sendPumping(clock: FakeClock, port: number, path: string): Promis
 }
 
 async function sample(s: RunningSidecar, name: string): Promise<number> {
-  const line = (await s.sidecar.registry.metrics()).split('\n').find((l) => l.startsWith(`${name} `));
+  const line = (await s.sidecar.registry.metrics()).split('\n').find((l) => l.startsWith(`${name} `) || l.startsWith(`${name}{credential="default"} `));
   return Number(line?.split(' ')[1] ?? NaN);
 }
 
