@@ -143,7 +143,7 @@ in_root "$r1" dpkg-query -W -f='${Conffiles}\n' b2b-sidecar | grep -q '^ /etc/b2
 # The conffile names the package's own credential files, not a container's /run/secrets.
 grep -qx '  apiKeyFile: /etc/b2b-sidecar/api-key' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile's apiKeyFile is not /etc/b2b-sidecar/api-key"
 grep -qx '  passwordFile: /etc/b2b-sidecar/password' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile's passwordFile is not /etc/b2b-sidecar/password"
-! grep -q '/run/secrets' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile still names /run/secrets"
+! grep -q '/run/secrets/b2b' "$r1/etc/b2b-sidecar/sidecar.yaml" || fail "the conffile still names /run/secrets/b2b"
 # The service's user (DynamicUser= takes it) reads the config through its group; others cannot.
 in_root "$r1" setpriv --reuid=b2b-sidecar --regid=b2b-sidecar --init-groups cat /etc/b2b-sidecar/sidecar.yaml >/dev/null || fail "the user b2b-sidecar cannot read sidecar.yaml"
 ! in_root "$r1" setpriv --reuid=nobody --regid=nogroup --clear-groups cat /etc/b2b-sidecar/sidecar.yaml >/dev/null 2>&1 || fail "nobody can read sidecar.yaml"

@@ -70,7 +70,9 @@ describe('--credential: choosing sets', () => {
   const sets = [{ id: 'a' }, { id: 'b' }, { id: 'c' }];
 
   it('the single form is one set named default, with its keys', () => {
-    assert.deepEqual(credentialSets({ credentials: { apiKey: 'k', passwordFile: '/p' } } as Config), [{ id: 'default', apiKey: 'k', passwordFile: '/p' }]);
+    assert.deepEqual(credentialSets({ credentials: { apiKey: 'k', passwordFile: '/p' }, service: { baseUrl: 'https://vendor.test' } } as Config), [
+      { id: 'default', apiKey: 'k', passwordFile: '/p', baseUrl: 'https://vendor.test', path: ['credentials'], single: true },
+    ]);
   });
 
   it('chooses the named set, every set without the option, and refuses an unknown id listing the known ones (exit 2)', () => {

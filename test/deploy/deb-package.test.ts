@@ -48,7 +48,8 @@ describe('the .deb: conffile', () => {
   it('names the package\'s own credential files, which postinst creates, and no /run/secrets path', () => {
     assert.equal(config.credentials.apiKeyFile, '/etc/b2b-sidecar/api-key');
     assert.equal(config.credentials.passwordFile, '/etc/b2b-sidecar/password');
-    assert.doesNotMatch(conffile, /\/run\/secrets/);
+    // The container's credential folder; the Kubernetes service-account path of fleet.kubernetesServiceAccountDir is not one.
+    assert.doesNotMatch(conffile, /\/run\/secrets\/b2b/);
     assert.deepEqual(CREDENTIAL_FILES, { apiKeyFile: '/etc/b2b-sidecar/api-key', passwordFile: '/etc/b2b-sidecar/password' });
     const postinst = read('scripts/release/debian/postinst');
     assert.match(postinst, /for file in api-key password; do/);

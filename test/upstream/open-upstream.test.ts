@@ -133,6 +133,7 @@ describe('the one way to open an upstream', () => {
       .filter((f) => f.endsWith('.ts'))
       .filter((f) => /\b(loadTrustedCas|startEgress)\(/.test(readFileSync(join(src, f), 'utf8').replace(/export (async )?function (loadTrustedCas|startEgress)\(/g, '')))
       .map((f) => relative(src, join(src, f)));
-    assert.deepEqual(callers, ['upstream/open-upstream.ts']);
+    // The one other: the fleet store's Redis connection (docs/fleet.md), no upstream of the proxy, trusting fleet.redisCaFile through the same shared/tls.ts.
+    assert.deepEqual(callers, ['fleet/redis-store.ts', 'upstream/open-upstream.ts']);
   });
 });
