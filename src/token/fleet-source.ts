@@ -162,8 +162,13 @@ export class FleetSource implements TokenAcquisition {
     return this.#local.mayCall(call, now);
   }
 
+  /**
+   * An attempt here may first follow a peer's claim until it lapses, then make its own call: a
+   * waiter (a request with no token, a 401's replay) waits for both, or a peer stopped during its
+   * claim would turn every waiter's wait into a 503 (docs/traps.md T96).
+   */
   bounded(attempt: Promise<TokenSnapshot>): Promise<TokenSnapshot> {
-    return this.#local.bounded(attempt);
+    return this.#local.bounded(attempt, this.#claimMs());
   }
 
   renewDueAt(): number {

@@ -123,10 +123,11 @@ export class TokenSource implements TokenAcquisition {
   }
 
   /**
-   * Waits for `p` at most tokenTimeoutMs, then hands out only what current() would: a slow
-   * gentoken can return a token already inside its expiry margin, and a waiter must not get it.
+   * Waits for `p` at most tokenTimeoutMs (and `extraMs`: a fleet's wait for a peer's claim), then
+   * hands out only what current() would: a slow gentoken can return a token already inside its
+   * expiry margin, and a waiter must not get it.
    */
-  bounded(p: Promise<TokenSnapshot>): Promise<TokenSnapshot> {
+  bounded(p: Promise<TokenSnapshot>, extraMs = 0): Promise<TokenSnapshot> {
     return new Promise((resolve, reject) => {
       const timedOut = () => reject(new TokenUnavailableError('timed out waiting for a token'));
       // An attempt that waited for a slot (other sets' calls) gets its own full deadline once it
@@ -136,7 +137,7 @@ export class TokenSource implements TokenAcquisition {
         const end = sent === undefined ? 0 : sent + this.#tokenTimeoutMs;
         if (end > this.#clock.now()) timer = this.#clock.setTimeout(timedOut, end - this.#clock.now());
         else timedOut();
-      }, this.#tokenTimeoutMs);
+      }, this.#tokenTimeoutMs + extraMs);
       p.then(
         () => {
           this.#clock.clearTimeout(timer);

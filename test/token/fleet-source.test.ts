@@ -385,3 +385,29 @@ describe('fleet source: the claim of a short token (docs/traps.md T95)', () => {
     await a.manager.stop();
   });
 });
+
+describe('fleet source: a waiter behind a peer\'s claim (docs/traps.md T96)', () => {
+  it('a 401 waits for a peer\'s claim to lapse as well as for its own call, and is replayed', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(900);
+    const { store } = await sqliteOnTemp(clock);
+    const a = replica('a', store, vendor, clock);
+    a.manager.start();
+    await settle();
+    const first = a.manager.current()!;
+    // A peer claimed the renewal and stopped (SIGSTOP) before publishing: its 12 s claim outlives
+    // the 10 s gentoken deadline a plain waiter would wait.
+    assert.equal(await store.claim(KEY, 'stopped-peer', 12_000), true);
+    const replay = a.manager.invalidate(first.generation, '/pub/b2b/v1/x');
+    let settled: unknown = 'pending';
+    replay.then((t) => (settled = t), (e: unknown) => (settled = e));
+    await clock.advanceAsync(10_500, settle);
+    assert.equal(settled, 'pending', 'still waiting past the gentoken deadline: the claim has not lapsed');
+    await clock.advanceAsync(3_000, settle);
+    const fresh = await replay;
+    assert.ok(fresh, 'replayed with the token minted once the claim lapsed');
+    assert.notEqual(fresh.value, first.value);
+    assert.equal(vendor.calls, 2);
+    await a.manager.stop();
+  });
+});
