@@ -59,6 +59,8 @@ interface Outcome {
   replica: number;
   /** Sent to a replica while it was stopped (SIGSTOP): its own client's loss, not the fleet's. */
   frozen?: boolean;
+  /** A failure's message, as the client got it. */
+  message?: string;
 }
 
 function get(port: number, path: string, agent: Agent | false): Promise<{ status: number; body: string }> {
@@ -131,7 +133,7 @@ async function main(): Promise<void> {
         const frozen = frozenReplica === index;
         const answer = await get(r.port, '/pub/b2b/v1/json1k', agent);
         // A replica that is itself killed is not a failure of the fleet; one stopped is counted apart.
-        if (replicas[index] === r) outcomes.push({ at: t, ok: answer.status === 200, status: answer.status, replica: index, ...(frozen || frozenReplica === index ? { frozen: true } : {}) });
+        if (replicas[index] === r) outcomes.push({ at: t, ok: answer.status === 200, status: answer.status, replica: index, ...(frozen || frozenReplica === index ? { frozen: true } : {}), ...(answer.status === 200 ? {} : { message: answer.body.slice(0, 160) }) });
       }
       await sleep(Math.max(0, 1000 / RPS - (performance.now() - t)));
     }
@@ -218,7 +220,7 @@ async function main(): Promise<void> {
       { name: 'steady (store up, no event)', from: 0, to: 0.25 },
       { name: 'SIGKILL of the claim holder', from: 0.25, to: 0.5 },
       { name: 'SIGSTOP of the claim holder', from: 0.5, to: 0.72 },
-      { name: `${STORE} down 10 s and back`, from: 0.72, to: 1 },
+      { name: store.stop ? `${STORE} down 10 s and back` : 'the rest (no outage of this store)', from: 0.72, to: 1 },
     ].map((w) => {
       const inWindow = counted.filter((o) => o.at - t0 >= w.from * SECONDS * 1000 && o.at - t0 < w.to * SECONDS * 1000);
       const calls = sim.tokenRequestTimes.slice(tokenTimesFrom).filter((t) => t - t0 >= w.from * SECONDS * 1000 && t - t0 < w.to * SECONDS * 1000).length;
@@ -238,6 +240,8 @@ async function main(): Promise<void> {
       `- vendor: ${sim.stats.unauthorizedApiRequests} answers 401 (replayed by the sidecars), ${sim.stats.revokedTokenPresented} revoked tokens presented, ${sim.stats.expiredTokenPresented} expired`,
       backOnOne !== undefined ? `- back on one shared token ${(backOnOne / 1000).toFixed(1)} s after the store returned` : '- (no store outage in this run)',
       ...(storeLoad ? [`- store load per key: ${storeLoad}`] : []),
+      'What failed requests were told (each message once, with its count):',
+      ...Object.entries(countBy(failed.map((f) => `replica ${f.replica}: ${f.status} ${f.message ?? ''}`))).map(([m, n]) => `- ${n}× ${m}`),
       '',
       'Events:',
       ...events.map((e) => `- ${(e.at / 1000).toFixed(1)} s: ${e.what}`),
@@ -254,7 +258,7 @@ async function main(): Promise<void> {
   }
 }
 
-function countBy(values: number[]): Record<string, number> {
+function countBy(values: ReadonlyArray<string | number>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const v of values) out[v] = (out[v] ?? 0) + 1;
   return out;

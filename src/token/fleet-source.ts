@@ -286,7 +286,16 @@ export class FleetSource implements TokenAcquisition {
         return await this.#whileDown(err, trigger);
       }
       if (record && this.#adoptable(key, record)) return this.#adopt(key, record, trigger);
-      const token = await this.#local.acquire(trigger);
+      let token: TokenSnapshot;
+      try {
+        token = await this.#local.acquire(trigger);
+      } catch (err) {
+        // The call failed (its deadline passed while this process was stopped, say): a peer that
+        // took over the lapsed claim may have published; its token serves this process's waiters (T97).
+        const after = await this.#store.read(key).catch(() => undefined);
+        if (after && this.#adoptable(key, after)) return this.#adopt(key, after, trigger);
+        throw err;
+      }
       await this.#publish(key, token, record?.version ?? 0);
       return this.current() ?? token;
     } finally {

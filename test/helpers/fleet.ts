@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { FleetStoreError, type FleetStore, type StoreOperation } from '../../src/fleet/fleet-store.js';
 import { openSqliteStore } from '../../src/fleet/sqlite-store.js';
 import { SecretSet } from '../../src/shared/secrets.js';
+import { TokenRequestError } from '../../src/shared/errors.js';
 import type { FleetOptions } from '../../src/token/fleet-source.js';
 import type { AuthResult, Credentials } from '../../src/token/token-client.js';
 import { TokenManager } from '../../src/token/token-manager.js';
@@ -19,7 +20,7 @@ export class OneLiveTokenVendor {
   readonly ttlSeconds: number;
   calls = 0;
   readonly #live = new Map<string, string>();
-  #held: Array<() => void> | undefined;
+  #held: Array<(failed: boolean) => void> | undefined;
 
   constructor(ttlSeconds: number) {
     this.ttlSeconds = ttlSeconds;
@@ -29,7 +30,10 @@ export class OneLiveTokenVendor {
     requestToken: async (c: Credentials): Promise<AuthResult> => {
       this.calls++;
       const n = this.calls;
-      if (this.#held) await new Promise<void>((resolve) => this.#held!.push(resolve));
+      if (this.#held) {
+        const failed = await new Promise<boolean>((resolve) => this.#held!.push(resolve));
+        if (failed) throw new TokenRequestError('timed out after 10000ms', { kind: 'timeout' });
+      }
       const token = `live-${n}-${'x'.repeat(16)}`;
       this.#live.set(c.apiKey, token);
       return { token, aliveSecondsTtl: this.ttlSeconds };
@@ -52,7 +56,14 @@ export class OneLiveTokenVendor {
   release(): void {
     const held = this.#held ?? [];
     this.#held = undefined;
-    for (const r of held) r();
+    for (const r of held) r(false);
+  }
+
+  /** The held calls fail as the real client's deadline would (a minter stopped past it: SIGSTOP). */
+  timeOutHeld(): void {
+    const held = this.#held ?? [];
+    this.#held = undefined;
+    for (const r of held) r(true);
   }
 }
 

@@ -411,3 +411,24 @@ describe('fleet source: a waiter behind a peer\'s claim (docs/traps.md T96)', ()
     await a.manager.stop();
   });
 });
+
+describe('fleet source: a minter whose call failed (docs/traps.md T97)', () => {
+  it('adopts the token a peer published meanwhile instead of failing its waiters', async () => {
+    const clock = new FakeClock();
+    const vendor = new OneLiveTokenVendor(900);
+    const { store } = await sqliteOnTemp(clock);
+    const a = replica('a', store, vendor, clock);
+    vendor.hold(); // a claims and calls; then it is stopped past its deadline
+    a.manager.start();
+    await settle();
+    const waiter = a.manager.acquire();
+    // A peer took over the lapsed claim and published while a was stopped.
+    await store.publish(KEY, { token: 'peer-token-yyyyyyyyyyyy', lifetimeSeconds: 900, mintedAtWall: clock.wallNow(), mintedBy: 'peer' }, 0);
+    vendor.timeOutHeld(); // a resumes: its own call has timed out
+    await settle();
+    const token = await waiter;
+    assert.equal(token.value, 'peer-token-yyyyyyyyyyyy', 'the waiter got the peer\'s token, not a 503');
+    assert.equal(a.manager.current()?.value, 'peer-token-yyyyyyyyyyyy');
+    await a.manager.stop();
+  });
+});
