@@ -212,14 +212,9 @@ export class FleetSource implements TokenAcquisition {
       return held;
     }
     const key = this.#keyNow();
-    let record: FleetRecord | undefined;
-    try {
-      record = await this.#store.read(key);
-    } catch (err) {
-      return this.#whileDown(err, trigger);
-    }
-    this.#up();
-    if (record && this.#adoptable(key, record)) return this.#adopt(key, record, trigger);
+    const read = await this.#readOrAdopt(key, trigger);
+    if ('adopted' in read) return read.adopted;
+    const { record } = read;
     if (trigger === 'upstream 401' && this.#state.bad && record !== undefined && record.version === this.#heldVersion && this.#heldKey === key) {
       // Only the version this process saw refused: a peer's fresher token is never wiped.
       await this.#store.invalidate(key, record.version).catch((err: unknown) => this.#storeError(err));
@@ -261,13 +256,8 @@ export class FleetSource implements TokenAcquisition {
           this.#loop.waitUntil(this.#clock.now() + FOLLOW_INTERVAL_MS),
           new Promise<void>((resolve) => (woke = resolve)),
         ]);
-        let record: FleetRecord | undefined;
-        try {
-          record = await this.#store.read(key);
-        } catch (err) {
-          return await this.#whileDown(err, trigger);
-        }
-        if (record && this.#adoptable(key, record)) return this.#adopt(key, record, trigger);
+        const read = await this.#readOrAdopt(key, trigger);
+        if ('adopted' in read) return read.adopted;
       }
       return undefined;
     } finally {
@@ -275,17 +265,29 @@ export class FleetSource implements TokenAcquisition {
     }
   }
 
+  /**
+   * Reads the record: a token there worth adopting is adopted (`adopted`); a store that failed is
+   * the store down (`adopted`: what the current token or onStoreDown gives); else the record read.
+   */
+  async #readOrAdopt(key: string, trigger: PacedTrigger): Promise<{ adopted: TokenSnapshot } | { record: FleetRecord | undefined }> {
+    let record: FleetRecord | undefined;
+    try {
+      record = await this.#store.read(key);
+    } catch (err) {
+      return { adopted: await this.#whileDown(err, trigger) };
+    }
+    this.#up();
+    if (record && this.#adoptable(key, record)) return { adopted: this.#adopt(key, record, trigger) };
+    return { record };
+  }
+
   /** This process holds the claim: read again (a peer may have renewed already), mint, publish on the version read. */
   async #mint(key: string, trigger: PacedTrigger): Promise<TokenSnapshot> {
     this.#claimed = key;
     try {
-      let record: FleetRecord | undefined;
-      try {
-        record = await this.#store.read(key);
-      } catch (err) {
-        return await this.#whileDown(err, trigger);
-      }
-      if (record && this.#adoptable(key, record)) return this.#adopt(key, record, trigger);
+      const read = await this.#readOrAdopt(key, trigger);
+      if ('adopted' in read) return read.adopted;
+      const { record } = read;
       let token: TokenSnapshot;
       try {
         token = await this.#local.acquire(trigger);
