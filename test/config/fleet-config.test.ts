@@ -4,20 +4,11 @@ import { validateConfig, redactConfig } from '../../src/config/validate-config.j
 import { ConfigError } from '../../src/shared/errors.js';
 import { envNameOf } from '../../src/shared/env-names.js';
 import { fleetOptions } from '../../src/service/fleet-store-open.js';
+import { problemsOf } from '../helpers/attach-problems.js';
 import type { FleetStore } from '../../src/fleet/fleet-store.js';
 
 type Raw = Record<string, any>;
 const base = (fleet?: Raw): Raw => ({ service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'key-1234', password: 'pass-5678' }, ...(fleet ? { fleet } : {}) });
-
-function problemsOf(raw: unknown): string[] {
-  try {
-    validateConfig(raw);
-    return [];
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.problems;
-  }
-}
 
 describe('config: the fleet section', () => {
   it('defaults to no store, local on a store outage, and timings that need no tuning', () => {

@@ -8,6 +8,7 @@ import { DEFAULT_ATTACH } from '../../src/config/schema.js';
 import { redactConfig, validateConfig } from '../../src/config/validate-config.js';
 import { schemaAt, walkProperties } from '../../src/config/walk.js';
 import { MAX_TIMER_MS } from '../../src/shared/clock.js';
+import { problemsOf } from '../helpers/attach-problems.js';
 import { ConfigError } from '../../src/shared/errors.js';
 
 type Raw = Record<string, any>;
@@ -15,17 +16,6 @@ type Raw = Record<string, any>;
 /** The smallest valid config; each test changes one thing. */
 function base(): Raw {
   return { service: { baseUrl: 'https://api.example.com' }, credentials: { apiKey: 'key-1234', password: 'pass-5678' } };
-}
-
-/** Problems of `raw`, or [] when it is valid. */
-function problemsOf(raw: unknown): string[] {
-  try {
-    validateConfig(raw);
-    return [];
-  } catch (err) {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    return err.problems;
-  }
 }
 
 function withChange(change: (c: Raw) => void): string[] {
