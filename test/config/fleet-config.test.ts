@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { validateConfig, redactConfig } from '../../src/config/validate-config.js';
-import { ConfigError } from '../../src/shared/errors.js';
 import { envNameOf } from '../../src/shared/env-names.js';
 import { fleetOptions } from '../../src/service/fleet-store-open.js';
 import { problemsOf } from '../helpers/attach-problems.js';

@@ -9,7 +9,6 @@ import { redactConfig, validateConfig } from '../../src/config/validate-config.j
 import { schemaAt, walkProperties } from '../../src/config/walk.js';
 import { MAX_TIMER_MS } from '../../src/shared/clock.js';
 import { problemsOf } from '../helpers/attach-problems.js';
-import { ConfigError } from '../../src/shared/errors.js';
 
 type Raw = Record<string, any>;
 
