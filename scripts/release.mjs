@@ -10,7 +10,7 @@
 //   SHA256SUMS
 // Every archive is reproducible: times are SOURCE_DATE_EPOCH (default: the last commit's time),
 // entries sorted, owners 0, gzip without a name or time, and the V8 code cache made with V8's seeds
-// fixed and its helper threads off (docs/traps.md T57). The runtime's version is
+// fixed and its helper threads off, by warm starts until two agree (docs/traps.md T57). The runtime's version is
 // .node-version's; the code cache is made by that runtime, the one the archives ship.
 // scripts/release-smoke.sh installs and runs what this builds; scripts/release/check-release.mjs
 // checks the SBOM and the checksums against the archives.
@@ -21,6 +21,7 @@ import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { makeReproducibleCodeCache } from './release/code-cache.mjs';
 import { buildDeb, GLIBC_FLOOR } from './release/deb.mjs';
 import { ARCHIVE_UNIT, packagedUnit } from './release/unit.mjs';
 import { bundledPackages, cycloneDx, installedPackages, licenseFiles } from './release/sbom.mjs';
@@ -86,17 +87,10 @@ step(`dist/lib/bundle/run.cjs.v8cache made again by Node.js ${nodeVersion}, the 
 const pinnedNode = process.platform === 'linux' && process.arch === 'x64' ? join(runtimes['linux-x64'].dir, 'bin/node')
   : process.version === `v${nodeVersion}` ? process.execPath : null;
 if (!pinnedNode) throw new Error(`the code cache must be made by Node.js ${nodeVersion}: run the release on Linux x64 or with that node`);
-// docs/traps.md T57. Without a cache beside run.cjs (a warm start writes the functions it took from
-// one in that cache's order), with V8's seeds fixed and its helper threads off, the warm start makes
-// the same cache every time; a node started without these flags still takes it. Two warm starts
-// must agree, or the build says it is not reproducible.
-const cacheFile = join(repo, 'dist/lib/bundle/run.cjs.v8cache');
-const warmStart = () => {
-  rmSync(cacheFile, { force: true });
-  run(pinnedNode, ['--predictable', '--random-seed=1', 'scripts/warm-code-cache.mjs', 'dist']);
-  return readFileSync(cacheFile);
-};
-if (!warmStart().equals(warmStart())) process.stdout.write('release: WARNING: two warm starts gave different code caches; this build is not reproducible\n');
+// docs/traps.md T57: warm starts from scratch with V8's seeds fixed and its helper threads off,
+// until two agree (scripts/release/code-cache.mjs); a node started without these flags takes it.
+const cache = makeReproducibleCodeCache({ node: pinnedNode, dist: join(repo, 'dist') });
+process.stdout.write(`release: code cache ${cache.bytes.length} bytes, sha256 ${cache.digest}, the same from warm starts ${cache.agreed.join(' and ')}\n`);
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(out, { recursive: true });

@@ -14,6 +14,13 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 const lib = join(resolve(process.argv[2] ?? 'dist'), 'lib');
+// WARM_CODE_CACHE_TIMEOUT_MS: a test on a loaded machine gives it longer.
+const deadlineMs = Number(process.env.WARM_CODE_CACHE_TIMEOUT_MS) || 20_000;
+// The builder's environment must not steer the warm start, or two builders' caches differ
+// (docs/traps.md T57): B2B_* overrides, systemd's NOTIFY_SOCKET or LISTEN_FDS, proxy variables and
+// NODE_DEBUG each make `run` take other code paths.
+const KEEP = new Set(['PATH', 'HOME', 'TMPDIR', 'TMP', 'TEMP']);
+for (const name of Object.keys(process.env)) if (!KEEP.has(name)) delete process.env[name];
 const pinned = existsSync('.node-version') ? readFileSync('.node-version', 'utf8').trim() : undefined;
 if (pinned && pinned !== process.versions.node) {
   process.stderr.write(`warm-code-cache: WARNING: built by Node ${process.versions.node}, but the runtime that ships is ${pinned} (.node-version), which will reject this code cache (a slower start); build with scripts/ensure-node.sh's node first on PATH\n`);
@@ -40,8 +47,6 @@ const give = (code, message) => {
   process.exit(code);
 };
 // A failure costs only start-up time: warn and keep the evaluation-only cache (the build goes on).
-// WARM_CODE_CACHE_TIMEOUT_MS: a test on a loaded machine gives it longer.
-const deadlineMs = Number(process.env.WARM_CODE_CACHE_TIMEOUT_MS) || 20_000;
 setTimeout(() => give(0, `warm-code-cache: WARNING: no token within ${deadlineMs / 1000} s; dist/lib/bundle/run.cjs.v8cache stays the one from evaluation alone\n`), deadlineMs);
 // The sidecar's log goes to stdout: the first token ends the warm-up.
 process.stdout.write = (chunk) => {

@@ -129,27 +129,20 @@ with zipfile.ZipFile(sys.argv[1]) as z:
   });
 
   // docs/traps.md T57. Needs `npm run build` (dist/); works on a copy, since other tests run dist/.
-  it('makes the same V8 code cache twice from scratch with --predictable --random-seed=1, and a node without the flags takes it', () => {
+  it('makes the release code cache reproducibly: warm starts with --predictable --random-seed=1 agree, without them none do, and a node without the flags takes it', async () => {
     assert.ok(existsSync(join(ROOT, 'dist/lib/bundle/run.cjs')), 'dist/ is missing: npm run build first');
     const copy = join(work, 'cache-build');
     cpSync(join(ROOT, 'dist'), join(copy, 'dist'), { recursive: true });
     symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules')); // what dist/lib/ imports
-    const cache = join(copy, 'dist/lib/bundle/run.cjs.v8cache');
-    const said: string[] = [];
-    const make = () => {
-      rmSync(cache, { force: true }); // a warm start writes what it took from an existing cache in that cache's order
-      // A loaded machine (this suite runs two files at once) may take longer than the build's 20 s to the first token.
-      said.push(execFileSync(process.execPath, ['--predictable', '--random-seed=1', join(ROOT, 'scripts/warm-code-cache.mjs'), join(copy, 'dist')], {
-        stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', env: { ...process.env, WARM_CODE_CACHE_TIMEOUT_MS: '120000' },
-      }));
-      return readFileSync(cache);
-    };
-    const first = make();
-    const second = make();
-    // Buffer.equals, not deepEqual: the diff assert builds for two differing megabyte buffers took
-    // the test process past 20 GB before the OOM killer ended it (CI, Node 24).
-    const at = first.findIndex((byte, i) => byte !== second[i]);
-    assert.ok(first.equals(second), `two caches made from scratch with --predictable --random-seed=1 differ: ${first.length} and ${second.length} bytes, first difference at ${at}; the warm-ups said: ${JSON.stringify(said)}`);
+    const { makeReproducibleCodeCache, CodeCacheNotReproducible } = await import(join(ROOT, 'scripts/release/code-cache.mjs'));
+    // A loaded machine (this suite runs two files at once) may take longer than the build's 20 s to the first token.
+    const env = { ...process.env, WARM_CODE_CACHE_TIMEOUT_MS: '120000' };
+    const dist = join(copy, 'dist');
+    // Without the flags V8's random hash seeds and helper threads make every warm start differ.
+    assert.throws(() => makeReproducibleCodeCache({ node: process.execPath, dist, env, flags: [], attempts: 3 }), CodeCacheNotReproducible);
+    const made = makeReproducibleCodeCache({ node: process.execPath, dist, env });
+    assert.equal(made.agreed.length, 2);
+    assert.ok(readFileSync(join(dist, 'lib/bundle/run.cjs.v8cache')).equals(made.bytes), 'the agreed cache is the one left in dist/');
     const used = execFileSync(process.execPath, ['--input-type=module', '-e',
       `const { loadCommonJs } = await import(${JSON.stringify(join(copy, 'dist/lib/entry/code-cache.js'))});
        process.stdout.write(String(loadCommonJs(${JSON.stringify(join(copy, 'dist/lib/bundle/run.cjs'))}).cacheUsed));`], { encoding: 'utf8' });
