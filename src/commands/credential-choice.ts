@@ -1,5 +1,5 @@
 import type { Config } from '../config/schema.js';
-import type { CredentialSet } from '../config/credential-sets.js';
+import { tokenFileFor, type CredentialSet } from '../config/credential-sets.js';
 import type { CommandIo } from './io.js';
 import { EXIT_USAGE } from './exit-codes.js';
 
@@ -31,15 +31,20 @@ export function knownIds(sets: readonly Pick<CredentialSet, 'id'>[]): string {
   return sets.map((s) => s.id).join(', ');
 }
 
-/** What of a set makes a config of it alone: its keys and its installation. */
-type SetKeys = Partial<Pick<CredentialSet, 'id' | 'apiKey' | 'apiKeyFile' | 'password' | 'passwordFile' | 'rkObjectId' | 'baseUrl'>>;
+/** What of a set makes a config of it alone: its keys, its installation and its token file's name. */
+type SetKeys = Partial<Pick<CredentialSet, 'id' | 'apiKey' | 'apiKeyFile' | 'password' | 'passwordFile' | 'rkObjectId' | 'baseUrl' | 'single'>>;
 
-/** The config as one set alone: its keys as `credentials`, its `baseUrl` (if any) as the service's. */
+/**
+ * The config as one set alone: its keys as `credentials`, its `baseUrl` (if any) as the service's,
+ * and the token file `run` writes for it (`<file>.<id>` in the list form) as `token.file`.
+ */
 export function configForSet(config: Config, set: SetKeys): Config {
+  const file = config.token.file;
   return {
     ...config,
     credentials: credentialKeys(set),
     ...(set.baseUrl !== undefined ? { service: { ...config.service, baseUrl: set.baseUrl } } : {}),
+    ...(file && set.id !== undefined && set.single === false ? { token: { ...config.token, file: tokenFileFor(file, { id: set.id, single: false }) } } : {}),
   };
 }
 

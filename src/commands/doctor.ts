@@ -19,6 +19,7 @@ import { checkListenAddresses } from '../doctor/listen-check.js';
 import { checkFleetStore } from '../doctor/fleet-check.js';
 import { openFleetStore } from '../service/fleet-store-open.js';
 import { findRunningSidecar, type RunningSidecar } from '../doctor/running-sidecar.js';
+import { reachSet, type SetReach, type SetUnreachable } from '../doctor/set-reach.js';
 import { throughRunningSidecar } from '../doctor/through-sidecar.js';
 import { tokenClientOptions, transportOptions } from '../service/service-part.js';
 import { openUpstream, UpstreamOpenError, type Upstream } from '../upstream/open-upstream.js';
@@ -117,9 +118,10 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo, preloaded?:
     }
     const running = await findRunningSidecar(config);
     const options = { ...args, guesses: guesses as Attachment[] };
-    if (credentialSets(config).length === 1) {
+    const sets = credentialSets(config);
+    if (sets.length === 1) {
       const [{ set, store }] = stores as [SetStore];
-      await diagnose(configForSet(config, set), store, options, { steps, secrets, env: io.env, running });
+      await diagnose(configForSet(config, set), store, options, { steps, secrets, env: io.env, running, reach: reachSet(config.listen, set, sets) });
       return finish();
     }
     perSet = new Map();
@@ -127,7 +129,9 @@ export async function doctorCommand(args: DoctorArgs, io: CommandIo, preloaded?:
     for (const { set, store } of stores) {
       const own: DoctorStep[] = [];
       perSet.set(set.id, own);
-      await diagnose(configForSet(config, set), store, options, { steps: own, secrets, env: io.env, running });
+      // Beside a running sidecar: this set's readiness, and a probe that chooses this set as an app's request would.
+      const runningSet = running && await findRunningSidecar(config, undefined, set.id);
+      await diagnose(configForSet(config, set), store, options, { steps: own, secrets, env: io.env, running: runningSet, reach: reachSet(config.listen, set, sets) });
     }
     return finish();
   } finally {
@@ -188,10 +192,13 @@ interface Diagnosis {
   secrets: SecretSet;
   env: NodeJS.ProcessEnv;
   running: RunningSidecar | undefined;
+  /** How a request reaches the set diagnosed through the running sidecar. */
+  reach: SetReach | SetUnreachable;
 }
 
 /** Steps 2 to 5; pushes each onto `steps`, stopping after a failed one. */
-async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, { steps, secrets, env, running }: Diagnosis): Promise<void> {
+async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, diagnosis: Diagnosis): Promise<void> {
+  const { steps, secrets, env } = diagnosis;
   let upstream: Upstream;
   try {
     upstream = await openUpstream('service', config.service, { env, secrets });
@@ -203,14 +210,14 @@ async function diagnose(config: Config, store: CredentialStore, args: DoctorArgs
     return;
   }
   try {
-    await diagnoseOn(upstream, config, store, args, { steps, secrets, env, running });
+    await diagnoseOn(upstream, config, store, args, diagnosis);
   } finally {
     await upstream.close();
   }
 }
 
 /** Steps 2 to 5 on the service's opened upstream; its engine and client are closed with it. */
-async function diagnoseOn(upstream: Upstream, config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, { steps, secrets, running }: Diagnosis): Promise<void> {
+async function diagnoseOn(upstream: Upstream, config: Config, store: CredentialStore, args: DoctorArgs & { guesses: Attachment[] }, { steps, secrets, running, reach }: Diagnosis): Promise<void> {
   const url = upstream.baseUrl;
   const { ca, egress: way } = upstream;
   const certificate = way.certificate();
@@ -237,7 +244,7 @@ async function diagnoseOn(upstream: Upstream, config: Config, store: CredentialS
   if (running && !args.ownToken) {
     // Plain HTTP to the sidecar's own listener, as the app sends it.
     const engineTo = (listener: URL) => createUndiciEngine({ ...upstream.engineOptions(transportOptions(config)), baseUrl: listener, ca: undefined, egress: undefined, maxSockets: 1 });
-    await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo });
+    await throughRunningSidecar(config, running, { probe: args.probe, guessing: args.guesses.length > 0, discovering, steps, secrets, direct: direct(''), engineTo, reach });
     return;
   }
   const clientOptions = tokenClientOptions(config, upstream);

@@ -42,10 +42,11 @@ export async function tokenCommand(args: TokenArgs, io: CommandIo, preloaded?: C
   const chosen = chooseOneCredentialSet('token', credentialSets(config), args.credential, io);
   if (typeof chosen === 'number') return chosen;
   const set = configForSet(config, chosen);
-  const running = args.ownToken ? undefined : await findRunningSidecar(config);
+  // One set of several: that set's readiness, and the token file `run` writes for it.
+  const running = args.ownToken ? undefined : await findRunningSidecar(config, undefined, chosen.single ? undefined : chosen.id);
   if (running) {
     const state = running.ready ? 'holds a valid token' : `holds no valid token (${running.reason ?? 'not ready'})`;
-    const file = config.token.file ? `; it writes the token it holds to token.file (${config.token.file})` : '';
+    const file = set.token.file ? `; it writes the token it holds to token.file (${set.token.file})` : '';
     io.stderr.write(`token: not obtained: a b2b-sidecar with this config answers on ${running.admin} and ${state}. At a vendor that keeps one token per ApiKey a new token revokes the one it holds. To check the credentials and the set-up, run doctor (it probes through the sidecar)${file}; to obtain a token anyway, add --own-token\n`);
     return EXIT_FAILURE;
   }

@@ -21,6 +21,8 @@ export interface ProbeTarget {
    * (proxy/diagnostic-answer.ts; docs/security.md).
    */
   viaSidecar?: boolean;
+  /** Through a running sidecar of several credential sets: how the request chooses its set (doctor/set-reach.ts). */
+  choose?: { prefix: string; headers: Readonly<Record<string, string>> };
 }
 
 /** What the service answered to one probe GET. */
@@ -56,14 +58,14 @@ export async function probeWith(target: ProbeTarget, attach: readonly Attachment
   const derived = new SecretSet();
   for (const value of prepared.secrets) derived.addToken(value);
   const redact = (text: string): string => derived.redactFragments(target.redact(text));
-  const headers: Record<string, string> = { accept: 'application/json' };
+  const headers: Record<string, string> = { accept: 'application/json', ...target.choose?.headers };
   if (target.viaSidecar) headers[DIAGNOSTIC_HEADER] = '1';
   for (const [name, value] of prepared.headers) headers[name] = value;
   const cookie = rewriteCookie(undefined, compiled.cookieNames, prepared.cookie);
   if (cookie) headers.cookie = cookie;
   const res = await target.engine.send({
     method: 'GET',
-    path: rewriteQuery(target.path, compiled.queryNames, prepared.query),
+    path: `${target.choose?.prefix ?? ''}${rewriteQuery(target.path, compiled.queryNames, prepared.query)}`,
     headers,
     body: undefined,
     signal: new ClientGone(),

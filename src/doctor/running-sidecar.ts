@@ -25,9 +25,10 @@ export const ADMIN_ASK_TIMEOUT_MS = 2000;
  * Whether a b2b-sidecar answers on `config.admin` (a sidecar on the admin address this config
  * names is the one this config runs: two sidecars cannot share it), and what it says: `/healthz`
  * with the sidecar's JSON (or its `403 forbidden` when `admin.allow` leaves this host out), then
- * `/readyz`. Nothing is looked for when `admin.port` is 0 (the port is picked at start).
+ * `/readyz` (`/readyz?credential=<id>` and that set's renewals for one set of several). Nothing is
+ * looked for when `admin.port` is 0 (the port is picked at start).
  */
-export async function findRunningSidecar(config: Pick<Config, 'admin' | 'listen'>, timeoutMs = ADMIN_ASK_TIMEOUT_MS): Promise<RunningSidecar | undefined> {
+export async function findRunningSidecar(config: Pick<Config, 'admin' | 'listen'>, timeoutMs = ADMIN_ASK_TIMEOUT_MS, credential?: string): Promise<RunningSidecar | undefined> {
   if (config.admin.port === 0) return undefined;
   const base = adminBaseUrl(config.admin);
   const healthz = await askAdmin(new URL('/healthz', base), timeoutMs);
@@ -36,17 +37,22 @@ export async function findRunningSidecar(config: Pick<Config, 'admin' | 'listen'
   const proxy = config.listen.port === 0 ? undefined : adminBaseUrl(config.listen);
   const found = { admin, ...(proxy ? { proxy } : {}) };
   if (healthz.status === 403) return { ...found, ready: false, reason: 'its admin listener refuses this host (admin.allow)' };
-  const readyz = await askAdmin(new URL('/readyz', base), timeoutMs);
-  const failing = renewalFailing(await askAdmin(new URL('/status', base), timeoutMs));
+  // One set of several: its own readiness and renewals, not the sidecar's verdict over all sets.
+  const readyz = await askAdmin(new URL(credential === undefined ? '/readyz' : `/readyz?credential=${encodeURIComponent(credential)}`, base), timeoutMs);
+  const failing = renewalFailing(await askAdmin(new URL('/status', base), timeoutMs), credential);
   const withFailure = failing ? { ...found, renewalFailing: failing } : found;
   if (readyz.status === 200) return { ...withFailure, ready: true };
   const message = typeof readyz.body?.message === 'string' ? readyz.body.message : undefined;
   return { ...withFailure, ready: false, reason: message ?? `/readyz ${readyz.failure ?? 'did not answer'}` };
 }
 
-/** `token.lastRefreshError` of a `/status` answer (observability/status.ts), read liberally. */
-function renewalFailing(answer: AdminAnswer): RunningSidecar['renewalFailing'] {
-  const token = answer.status === 200 ? answer.body?.token : undefined;
+/**
+ * `token.lastRefreshError` of a `/status` answer (observability/status.ts), or that of the entry of
+ * `credentials` with this id, read liberally.
+ */
+function renewalFailing(answer: AdminAnswer, credential: string | undefined): RunningSidecar['renewalFailing'] {
+  const body = answer.status === 200 ? answer.body : undefined;
+  const token = credential === undefined ? body?.token : setToken(body?.credentials, credential);
   if (typeof token !== 'object' || token === null) return undefined;
   const { lastRefreshError: e, expiresAt } = token as { lastRefreshError?: Record<string, unknown>; expiresAt?: unknown };
   if (typeof e !== 'object' || e === null) return undefined;
@@ -55,6 +61,12 @@ function renewalFailing(answer: AdminAnswer): RunningSidecar['renewalFailing'] {
     cause: text(e.cause, 'unknown'), message: text(e.message, text(e.cause, 'unknown')), since: text(e.since, 'unknown'),
     attempts: typeof e.attempts === 'number' ? e.attempts : 1, ...(typeof expiresAt === 'string' ? { expiresAt } : {}),
   };
+}
+
+function setToken(sets: unknown, id: string): unknown {
+  if (!Array.isArray(sets)) return undefined;
+  const entry: unknown = sets.find((c: unknown) => typeof c === 'object' && c !== null && (c as { id?: unknown }).id === id);
+  return (entry as { token?: unknown } | undefined)?.token;
 }
 
 /** True when a b2b-sidecar admin listener answers `/healthz` at `host:port` (see {@link findRunningSidecar}). */

@@ -7,6 +7,7 @@ import { confirmConfigured } from './attach-discovery.js';
 import type { DoctorStep } from './doctor-report.js';
 import { checkProbe, type ProbeTarget } from './probe-check.js';
 import { hideTokenLike, type RunningSidecar } from './running-sidecar.js';
+import type { SetReach, SetUnreachable } from './set-reach.js';
 
 /** What {@link throughRunningSidecar} needs from the doctor command. */
 export interface ThroughSidecarOptions {
@@ -23,6 +24,8 @@ export interface ThroughSidecarOptions {
   direct: ProbeTarget;
   /** An engine to the sidecar's proxy listener (plain HTTP, as an app sends). */
   engineTo: (listener: URL) => ProxyEngine;
+  /** How a request reaches the credential set diagnosed (doctor/set-reach.ts). */
+  reach: SetReach | SetUnreachable;
 }
 
 /**
@@ -55,8 +58,9 @@ export async function throughRunningSidecar(config: Config, running: RunningSide
     steps.push({ step: 'gentoken', ok: true, url, detail: `not called: a b2b-sidecar with this config answers on ${running.admin} and holds a valid token (/readyz 200); doctor probes through it instead (${own})` });
   }
   if (o.probe === undefined) return;
-  if (!running.proxy) {
-    steps.push({ step: 'probe', ok: false, detail: 'cannot probe through the running sidecar: listen.port is 0 in this config, so its port was picked at start', hint: 'set listen.port, or run doctor with --own-token' });
+  const { reach } = o;
+  if ('unreachable' in reach) {
+    steps.push({ step: 'probe', ok: false, detail: `cannot probe through the running sidecar: ${reach.unreachable}`, hint: reach.hint });
     return;
   }
   const readTokenFile = config.token.file;
@@ -69,12 +73,12 @@ export async function throughRunningSidecar(config: Config, running: RunningSide
       // unreadable here (another user): the pattern below still applies
     }
   }
-  const engine = o.engineTo(running.proxy);
+  const engine = o.engineTo(reach.listener);
   try {
     // The sidecar scrubs the token it attached (proxy/diagnostic-answer.ts); doctor scrubs its
     // own secrets and, last, anything that still looks like a token.
-    const through: ProbeTarget = { ...direct, engine, viaSidecar: true, redact: (text) => hideTokenLike(secrets.redactFragments(text)) };
-    const { answer: _answer, ...probe } = await checkProbe(through, [], discovering, `through the running sidecar (${running.proxy.host}, the token it holds and the token.attach it started with)`);
+    const through: ProbeTarget = { ...direct, engine, viaSidecar: true, choose: { prefix: reach.prefix, headers: reach.headers }, redact: (text) => hideTokenLike(secrets.redactFragments(text)) };
+    const { answer: _answer, ...probe } = await checkProbe(through, [], discovering, `through the running sidecar (${reach.how}, the token it holds and the token.attach it started with)`);
     steps.push(probe);
     if (!discovering || probe.status === undefined) return;
     if (probe.ok && !o.guessing) {

@@ -90,12 +90,15 @@ describe('--credential: choosing sets', () => {
     assert.deepEqual(chooseOneCredentialSet('token', [{ id: 'default' }], undefined, io.io), { id: 'default' });
   });
 
-  it('runs a command on the config as one set alone: its keys, its own baseUrl', () => {
-    const config = { credentials: {}, service: { baseUrl: 'https://main.example' } } as unknown as Config;
-    const c = configForSet(config, { id: 'c', apiKeyFile: '/k', password: 'p', baseUrl: 'https://other.example' });
+  it('runs a command on the config as one set alone: its keys, its own baseUrl, its own token file', () => {
+    const config = { credentials: {}, service: { baseUrl: 'https://main.example' }, token: { file: '/run/b2b/token' } } as unknown as Config;
+    const c = configForSet(config, { id: 'c', apiKeyFile: '/k', password: 'p', baseUrl: 'https://other.example', single: false });
     assert.deepEqual(c.credentials, { apiKeyFile: '/k', password: 'p' });
     assert.equal(c.service.baseUrl, 'https://other.example');
-    assert.equal(configForSet(config, { id: 'a', apiKey: 'k' }).service.baseUrl, 'https://main.example');
+    assert.equal(c.token.file, '/run/b2b/token.c', 'the file run writes for this set of a list');
+    const single = configForSet(config, { id: 'default', apiKey: 'k', single: true });
+    assert.equal(single.service.baseUrl, 'https://main.example');
+    assert.equal(single.token.file, '/run/b2b/token', 'the object form keeps the name');
   });
 });
 
