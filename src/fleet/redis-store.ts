@@ -14,7 +14,10 @@ export interface RedisStoreOptions {
   readonly url: string;
   /** The AUTH password; wins over `passwordFile` and a password in the URL. */
   readonly password?: string;
-  /** A file whose content (one line) is the AUTH password, read once when the store opens. */
+  /**
+   * A file whose content (one line) is the AUTH password: read when the store opens, and again
+   * whenever Redis refuses the password in use, so a rotation needs no restart.
+   */
   readonly passwordFile?: string;
   /** Extra CA certificates (a PEM file) trusted for `rediss://`, besides Node's roots. */
   readonly caFile?: string;
@@ -53,7 +56,7 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
   const operationTimeoutMs = options.operationTimeoutMs ?? DEFAULT_OPERATION_TIMEOUT_MS;
   const recordGraceMs = options.recordGraceMs ?? DEFAULT_RECORD_GRACE_MS;
   const endpoint = parseRedisUrl(options.url);
-  const password = options.password ?? (options.passwordFile ? await readPassword(options.passwordFile) : endpoint.password);
+  let password = options.password ?? (options.passwordFile ? await readPassword(options.passwordFile) : endpoint.password);
   const secrets = [password, endpoint.password].filter((s): s is string => !!s);
   const scrub = (text: string) => scrubbed(text, secrets);
   const ca = endpoint.tls ? loadTrustedCas(options.caFile) : undefined;
@@ -95,6 +98,27 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
   });
   client.on('ready', () => (lastError = undefined));
 
+  // A rotated password: the operator changes the ACL and the file (a Kubernetes Secret updates the
+  // mounted file in place). Connections already open stay authenticated; the next one is refused
+  // (WRONGPASS, ioredis then reconnects), so the file is read again then, and every connection's
+  // next attempt uses what it holds now. Only a password from the file: an inline one cannot change.
+  const connections: Redis[] = [client];
+  let rereading = false;
+  const onConnectionError = (err: unknown) => {
+    const file = options.password === undefined ? options.passwordFile : undefined;
+    if (!file || rereading || !AUTH_REFUSED.test(messageOf(err))) return;
+    rereading = true;
+    readPassword(file).then((fresh) => {
+      if (fresh === password) return;
+      password = fresh;
+      secrets.push(fresh);
+      for (const c of connections) c.options.password = fresh;
+      logger.info('fleet store: Redis refused the password in use; the password file holds another, used from the next connection', { store: 'redis', endpoint: endpoint.display });
+    }, (readErr: unknown) => logger.warn('fleet store: Redis refused the password in use, and the password file cannot be read again', { store: 'redis', endpoint: endpoint.display, reason: messageOf(readErr) }))
+      .finally(() => (rereading = false));
+  };
+  client.on('error', onConnectionError);
+
   let closed = false;
   const bounded = async <T>(operation: StoreOperation, work: () => Promise<T>): Promise<T> => {
     if (closed) throw new FleetStoreError(operation, `the Redis store (${endpoint.display}) is closed`);
@@ -120,7 +144,12 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
   await bounded('read', () => client.connect()).catch((err: unknown) =>
     logger.debug('fleet store: Redis not reachable at start', { store: 'redis', endpoint: endpoint.display, reason: scrub(messageOf(err)) }));
 
-  const feed = changeFeed(() => client.duplicate(), logger, endpoint.display, scrub);
+  const feed = changeFeed(() => {
+    const sub = client.duplicate(); // the options as they are now, the password included
+    sub.on('error', onConnectionError);
+    connections.push(sub);
+    return sub;
+  }, logger, endpoint.display, scrub);
 
   return {
     kind: 'redis',
@@ -159,6 +188,9 @@ export async function openRedisStore(options: RedisStoreOptions): Promise<FleetS
     },
   };
 }
+
+/** Redis refusing AUTH: a wrong password (6.0+ with ACLs: WRONGPASS; before: invalid password), or none sent where one is needed. */
+const AUTH_REFUSED = /WRONGPASS|invalid password|NOAUTH/i;
 
 /** ioredis's words for a command refused or dropped because the connection is not up (its status may lag). */
 const NOT_CONNECTED = /enableOfflineQueue options is false|Connection is closed|max retries per request/i;

@@ -303,6 +303,49 @@ describe('redis store: a store that goes away and comes back', () => {
   });
 });
 
+describe('redis store: a rotated password file', () => {
+  it('reads the password file again when Redis refuses the password in use: both connections come back with the new one, no restart, no password logged', { timeout: 20_000 }, async () => {
+    const OLD = 'old-Pass-hunter4';
+    const NEW = 'new-Pass-hunter5';
+    const server = await startRedis(['--requirepass', OLD]);
+    const dir = mkdtempSync(join(tmpdir(), 'b2b-redis-rotate-'));
+    const admin = new Redis({ path: server.socket, password: OLD, lazyConnect: true });
+    const captured = createCaptureLogger();
+    const file = join(dir, 'redis-password');
+    writeFileSync(file, `${OLD}\n`, { mode: 0o600 });
+    const store = await openRedisStore({ url: server.url, passwordFile: file, logger: captured.logger, reconnectMaxDelayMs: 200 });
+    let peer: FleetStore | undefined;
+    try {
+      const key = freshKey();
+      const seen = watcher();
+      store.watch!(key, seen.onChange);
+      await seen.after(0); // subscribed: the change feed's own connection is open
+      assert.equal((await store.publish(key, minted('tok-old'), 0)).ok, true);
+      // The rotation as an operator does it: the server's password, then the mounted file; open
+      // connections stay authenticated until they drop, here all at once.
+      await admin.connect();
+      await admin.config('SET', 'requirepass', NEW);
+      writeFileSync(file, `${NEW}\n`);
+      await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await admin.client('KILL', 'TYPE', 'pubsub');
+      // Refused with the old password, the file read again, the next attempt with the new one.
+      assert.equal((await eventually(() => store.read(key)))?.token, 'tok-old');
+      const calls = seen.calls;
+      peer = await openRedisStore({ url: server.url, password: NEW, logger: createCaptureLogger().logger });
+      assert.equal((await peer.publish(key, minted('tok-new'), 1)).ok, true);
+      await seen.after(calls); // the subscriber came back too, with the new password
+      assert.match(captured.text(), /the password file holds another, used from the next connection/);
+      assert.ok(!captured.text().includes('hunter4') && !captured.text().includes('hunter5'), captured.text());
+    } finally {
+      await peer?.close();
+      await store.close();
+      admin.disconnect();
+      await server.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('redis store: authentication and TLS', () => {
   let server: RealRedis;
   let tcp: Awaited<ReturnType<typeof forwardToSocket>>;
