@@ -326,8 +326,8 @@ describe('redis store: a rotated password file', () => {
       await admin.connect();
       await admin.config('SET', 'requirepass', NEW);
       writeFileSync(file, `${NEW}\n`);
-      await admin.client('KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
-      await admin.client('KILL', 'TYPE', 'pubsub');
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes');
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
       // Refused with the old password, the file read again, the next attempt with the new one.
       assert.equal((await eventually(() => store.read(key)))?.token, 'tok-old');
       const calls = seen.calls;
