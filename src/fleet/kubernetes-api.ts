@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { Agent, request } from 'node:https';
+import type { Clock } from '../shared/clock.js';
 import type { ServiceAccountToken } from './service-account-token.js';
 
 /** An API answer: its status and its JSON body (undefined when it was not JSON). */
@@ -20,6 +21,28 @@ export interface ApiStatus {
 /** A Secret is at most 1 MiB; a list of one is a little more. Anything larger is not ours. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
+/** Waits as long as a Retry-After asks at most this often per request (client-go's default maxRetries). */
+const MAX_RETRY_AFTER_WAITS = 10;
+
+/** Waits `ms`, or less when `signal` aborts first: resolves true when the wait ran out, false when aborted. */
+export type Sleep = (ms: number, signal: AbortSignal) => Promise<boolean>;
+
+/** A {@link Sleep} on the injected clock. */
+export function sleepOn(clock: Clock): Sleep {
+  return (ms, signal) => new Promise((resolve) => {
+    if (signal.aborted) return resolve(false);
+    const onAbort = () => {
+      clock.clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = clock.setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /**
  * Plain HTTPS to the Kubernetes API server, the in-cluster way: the cluster's CA (ca.crt of the
  * service-account volume) as the only trust anchor, the service account's bearer token, and a 401
@@ -31,19 +54,31 @@ export class KubernetesApi {
   readonly origin: string;
   readonly #agent: Agent;
   readonly #token: ServiceAccountToken;
+  readonly #sleep: Sleep;
 
-  constructor(server: URL, caPem: string, token: ServiceAccountToken) {
+  constructor(server: URL, caPem: string, token: ServiceAccountToken, sleep: Sleep) {
     this.origin = server.origin;
     this.#token = token;
+    this.#sleep = sleep;
     // The cluster CA alone, as client-go's in-cluster config trusts it: the API server's
     // certificate is never signed by a public CA, and nothing else should be able to answer.
     this.#agent = new Agent({ keepAlive: true, ca: caPem, maxSockets: 16, rejectUnauthorized: true });
   }
 
-  /** One request; the body of the answer is read whole (bounded). `body` is sent as JSON. */
+  /**
+   * One request; the body of the answer is read whole (bounded). `body` is sent as JSON. A 429 or
+   * 5xx with `Retry-After` (the API server's max-in-flight and priority-and-fairness filters answer
+   * an overloaded server's request so, before handling it) is sent again after the seconds it asks,
+   * as client-go does, until `signal` ends the wait: then that answer is returned. A PUT repeated
+   * after it was applied carries a stale resourceVersion and answers 409.
+   */
   async request(method: 'GET' | 'PUT', path: string, options: { body?: unknown; signal: AbortSignal }): Promise<ApiResponse> {
-    const res = await this.#authorized(method, path, options.body, options.signal);
-    return { status: res.statusCode ?? 0, body: parseJson(await readBody(res)) };
+    for (let waits = 0; ; waits++) {
+      const res = await this.#authorized(method, path, options.body, options.signal);
+      const answer = { status: res.statusCode ?? 0, body: parseJson(await readBody(res)) };
+      const wait = retryAfterMs(res);
+      if (wait === undefined || waits >= MAX_RETRY_AFTER_WAITS || !(await this.#sleep(wait, options.signal))) return answer;
+    }
   }
 
   /**
@@ -133,6 +168,18 @@ export class KubernetesApi {
       req.end(payload);
     });
   }
+}
+
+/**
+ * The wait a 429 or 5xx answer asks for, in ms: `Retry-After` as whole seconds (the form the API
+ * server sends; client-go's `retryAfterSeconds` reads only that form too), else none.
+ */
+function retryAfterMs(res: IncomingMessage): number | undefined {
+  const status = res.statusCode ?? 0;
+  if (status !== 429 && status < 500) return undefined;
+  const value = res.headers['retry-after'];
+  if (typeof value !== 'string' || !/^\d{1,4}$/.test(value.trim())) return undefined;
+  return Number(value.trim()) * 1000;
 }
 
 function abortError(): Error {

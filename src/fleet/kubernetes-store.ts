@@ -2,7 +2,7 @@ import { systemClock, type Clock } from '../shared/clock.js';
 import type { Logger } from '../observability/logger.js';
 import { serializeRecord, type FleetRecord, type MintedRecord } from './fleet-record.js';
 import { FleetStoreError, type FleetStore, type PublishResult, type StoreOperation } from './fleet-store.js';
-import { apiStatus, KubernetesApi } from './kubernetes-api.js';
+import { apiStatus, KubernetesApi, sleepOn } from './kubernetes-api.js';
 import { apiServerUrl, readCa, readNamespace, type InClusterEnv } from './kubernetes-in-cluster.js';
 import { CLAIM_SUFFIX, claimOf, encode, recordOf, type Claim } from './kubernetes-secret-data.js';
 import { SecretWatch, type SecretObject } from './kubernetes-watch.js';
@@ -63,7 +63,7 @@ export async function openKubernetesStore(options: KubernetesStoreOptions): Prom
   const caFile = options.caFile ?? `${SERVICE_ACCOUNT_DIR}/ca.crt`;
   const caPem = readCa(caFile);
   const token = new ServiceAccountToken(options.tokenFile ?? `${SERVICE_ACCOUNT_DIR}/token`, clock, options.tokenReloadMs ?? TOKEN_RELOAD_MS);
-  return new KubernetesStore(options, new KubernetesApi(server, caPem, token), namespace, clock, token.file);
+  return new KubernetesStore(options, new KubernetesApi(server, caPem, token, sleepOn(clock)), namespace, clock, token.file);
 }
 
 class KubernetesStore implements FleetStore {
@@ -237,6 +237,8 @@ class KubernetesStore implements FleetStore {
         return new FleetStoreError(operation, `${this.#what()}: ${verb} forbidden (403${said ? `: ${said}` : ''}); ${rbac}`);
       case 401:
         return new FleetStoreError(operation, `the Kubernetes API server refused the service-account token of ${this.#tokenFile} (401), also after reading the file again`);
+      case 429:
+        return new FleetStoreError(operation, `${this.#what()}: ${verb} answered 429 Too Many Requests until the operation's deadline: the API server is overloaded, or its priority and fairness limits hold back this ServiceAccount's requests`);
       default:
         return new FleetStoreError(operation, `${this.#what()}: ${verb} answered ${status}${apiStatus(body)?.reason ? ` ${apiStatus(body)?.reason}` : ''}${said ? ` (${said})` : ''}`);
     }

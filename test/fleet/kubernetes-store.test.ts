@@ -131,6 +131,50 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
     }
   });
 
+  it('waits the Retry-After an overloaded API server answers with 429, on the injected clock, and sends again', async () => {
+    const api = await startKubernetesApi();
+    const clock = new FakeClock();
+    const store = await open(api, { clock, operationTimeoutMs: 10_000 }); // two waits of 3 s fit
+    try {
+      const k = newKey();
+      await store.publish(k, minted('tok-1'), 0);
+      api.throttleNext(2, '3');
+      const seen = api.requests.length;
+      const reading = store.read(k);
+      for (const n of [1, 2]) {
+        await until(() => api.requests.length === seen + n, `429 number ${n}`);
+        clock.advance(2_999);
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        assert.equal(api.requests.length, seen + n, 'not sent again before the 3 s it asked');
+        clock.advance(1);
+      }
+      assert.equal((await within(reading, 'the read'))?.token, 'tok-1');
+      assert.deepEqual(api.requests.slice(seen).map((r) => r.status), [429, 429, 200]);
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
+  it('names the 429 when the API server asks to wait past the operation deadline', async () => {
+    const api = await startKubernetesApi();
+    const clock = new FakeClock();
+    const store = await open(api, { clock, operationTimeoutMs: 5000 });
+    try {
+      const k = newKey();
+      api.throttleNext(1, '60');
+      const seen = api.requests.length;
+      const reading = store.read(k);
+      await until(() => api.requests.length === seen + 1, 'the 429');
+      clock.advance(5000);
+      await rejectsWith(reading, 'read', /get answered 429 Too Many Requests until the operation's deadline: .*priority and fairness/);
+      assert.equal(api.requests.length, seen + 1, 'nothing sent after the deadline');
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
   it('keeps the record as base64 JSON in data key <key> and the claim in <key>.claim', async () => {
     const api = await startKubernetesApi();
     const store = await open(api);

@@ -59,6 +59,12 @@ export interface KubernetesApiServer {
   hangWatches(on: boolean): void;
   /** The next request's connection is closed without an answer (a kept-alive connection the server closed just as it was reused). */
   dropNextRequest(): void;
+  /**
+   * The next `n` requests (watches aside) are refused before they are handled, as the max-in-flight
+   * and priority-and-fairness filters refuse them: 429, `Retry-After: <retryAfter>`, a plain-text
+   * body (test/fixtures/kubernetes/README.md).
+   */
+  throttleNext(n: number, retryAfter?: string): void;
   /** Every open connection is cut (a restart of the API server, a load balancer's reset). */
   dropConnections(): void;
   /** Open watch streams now. */
@@ -95,6 +101,8 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
   const waiters: Array<() => void> = [];
   let putHook: (() => void) | undefined;
   let dropNext = false;
+  let throttled = 0;
+  let throttleRetryAfter = '1';
   let hang = false;
   let token = newToken();
   roles.set(token, new Set(['get', 'list', 'watch', 'update']));
@@ -140,6 +148,14 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     if (dropNext) {
       dropNext = false;
       req.socket.destroy();
+      return;
+    }
+    if (throttled > 0 && !['1', 'true'].includes(url.searchParams.get('watch') ?? '')) {
+      throttled--;
+      record.status = 429;
+      // maxinflight.go tooManyRequests: the header, then http.Error's plain text.
+      res.writeHead(429, { 'retry-after': throttleRetryAfter, 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
+      res.end('Too many requests, please try again later.\n');
       return;
     }
     const reply = (status: number, object: unknown) => {
@@ -301,6 +317,10 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     },
     dropNextRequest() {
       dropNext = true;
+    },
+    throttleNext(n, retryAfter = '1') {
+      throttled = n;
+      throttleRetryAfter = retryAfter;
     },
     dropConnections() {
       for (const s of sockets) s.destroy();
