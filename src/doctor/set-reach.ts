@@ -24,31 +24,35 @@ export interface SetUnreachable {
 }
 
 /**
- * The way an app's request chooses `set` on a running sidecar (proxy/credential-choice.ts, in the
- * same order): the set's own listener; else the shared listener with its path prefix; else the
- * shared listener as its default set; else the shared listener with `B2B-Credential`, which the
- * sidecar honours only from the set's `headerAllow`.
- * Without this a probe for one set went out with another set's token (docs/credential-sets.md).
+ * The way an app's request chooses `set` on a running sidecar (proxy/credential-choice.ts and
+ * parts/proxy-handler.ts): the set's own listener; else, on the shared listener (which also serves
+ * a set with a listener of its own through its prefix or the header), its path prefix; else the
+ * shared listener bare, when the set is the default (no selector); else `B2B-Credential`, which
+ * the sidecar honours only from the set's `headerAllow`. Without this a probe for one set went out
+ * with another set's token (docs/traps.md T98).
  */
 export function reachSet(listen: Config['listen'], set: CredentialSet, sets: readonly CredentialSet[]): SetReach | SetUnreachable {
   const own = formatPath(set.path);
+  // Its own listener, unless doctor cannot connect to it: then the shared listener may still serve it.
+  let ownProblem: SetUnreachable | undefined;
   if (set.listen?.kind === 'socket') {
-    return { unreachable: `its own listener is the unix socket ${set.listen.socket}, which doctor does not probe through`, hint: `send the probe with curl --unix-socket ${set.listen.socket}, or run doctor with --own-token` };
-  }
-  if (set.listen) {
-    if (set.listen.port === 0) return { unreachable: `${own}.listen.port is 0, so its port was picked at start`, hint: `set ${own}.listen.port, or run doctor with --own-token` };
+    ownProblem = { unreachable: `its own listener is the unix socket ${set.listen.socket}, which doctor does not probe through`, hint: `send the probe with curl --unix-socket ${set.listen.socket}, or run doctor with --own-token` };
+  } else if (set.listen?.port === 0) {
+    ownProblem = { unreachable: `${own}.listen.port is 0, so its port was picked at start`, hint: `set ${own}.listen.port, or run doctor with --own-token` };
+  } else if (set.listen) {
     const listener = adminBaseUrl(set.listen);
     return { listener, prefix: '', headers: {}, how: `its own listener ${listener.host}` };
   }
-  if (listen.port === 0) return { unreachable: 'listen.port is 0 in this config, so its port was picked at start', hint: 'set listen.port, or run doctor with --own-token' };
+  if (listen.port === 0) return ownProblem ?? { unreachable: 'listen.port is 0 in this config, so its port was picked at start', hint: 'set listen.port, or run doctor with --own-token' };
   const listener = adminBaseUrl(listen);
   if (set.pathPrefix !== undefined) return { listener, prefix: set.pathPrefix, headers: {}, how: `${listener.host} with the path prefix ${set.pathPrefix}` };
-  if (sets.length === 1 || defaultSet(sets)?.id === set.id) return { listener, prefix: '', headers: {}, how: listener.host };
+  if (defaultSet(sets)?.id === set.id) return { listener, prefix: '', headers: {}, how: listener.host };
   // Doctor connects from the address it connects to (loopback, or this host's own address): the
   // sidecar would answer a source outside headerAllow 403, which the probe would blame on the service.
   const from = listener.hostname.replace(/^\[(.*)\]$/, '$1');
-  if (!set.headerAllow || !compileIpGuard(set.headerAllow).allows(from)) {
-    return { unreachable: `${own} is chosen by the ${CREDENTIAL_HEADER} header, which the sidecar takes only from its headerAllow, and that leaves out ${from}, where doctor sends from`, hint: `add ${from} to ${own}.headerAllow, or run doctor with --own-token` };
+  if (set.headerAllow && compileIpGuard(set.headerAllow).allows(from)) {
+    return { listener, prefix: '', headers: { [CREDENTIAL_HEADER]: set.id }, how: `${listener.host} with ${CREDENTIAL_HEADER}: ${set.id}` };
   }
-  return { listener, prefix: '', headers: { [CREDENTIAL_HEADER]: set.id }, how: `${listener.host} with ${CREDENTIAL_HEADER}: ${set.id}` };
+  if (ownProblem) return ownProblem;
+  return { unreachable: `${own} is chosen by the ${CREDENTIAL_HEADER} header, which the sidecar takes only from its headerAllow, and that leaves out ${from}, where doctor sends from`, hint: `add ${from} to ${own}.headerAllow, or run doctor with --own-token` };
 }

@@ -7,6 +7,8 @@ import type { ServiceAccountToken } from './service-account-token.js';
 export interface ApiResponse {
   readonly status: number;
   readonly body: unknown;
+  /** For an answer that asked to wait and send again (429, a 5xx): how long, and how often it was waited already. */
+  readonly retryAfter?: { ms: number | undefined; waits: number };
 }
 
 /** A Kubernetes `Status` object, as every error answer carries it (meta/v1 Status). */
@@ -22,26 +24,7 @@ export interface ApiStatus {
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** Waits as long as a Retry-After asks at most this often per request (client-go's default maxRetries). */
-const MAX_RETRY_AFTER_WAITS = 10;
-
-/** Waits `ms`, or less when `signal` aborts first: resolves true when the wait ran out, false when aborted. */
-export type Sleep = (ms: number, signal: AbortSignal) => Promise<boolean>;
-
-/** A {@link Sleep} on the injected clock. */
-export function sleepOn(clock: Clock): Sleep {
-  return (ms, signal) => new Promise((resolve) => {
-    if (signal.aborted) return resolve(false);
-    const onAbort = () => {
-      clock.clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = clock.setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
+export const MAX_RETRY_AFTER_WAITS = 10;
 
 /**
  * Plain HTTPS to the Kubernetes API server, the in-cluster way: the cluster's CA (ca.crt of the
@@ -54,31 +37,52 @@ export class KubernetesApi {
   readonly origin: string;
   readonly #agent: Agent;
   readonly #token: ServiceAccountToken;
-  readonly #sleep: Sleep;
+  readonly #clock: Clock;
 
-  constructor(server: URL, caPem: string, token: ServiceAccountToken, sleep: Sleep) {
+  constructor(server: URL, caPem: string, token: ServiceAccountToken, clock: Clock) {
     this.origin = server.origin;
     this.#token = token;
-    this.#sleep = sleep;
+    this.#clock = clock;
     // The cluster CA alone, as client-go's in-cluster config trusts it: the API server's
     // certificate is never signed by a public CA, and nothing else should be able to answer.
     this.#agent = new Agent({ keepAlive: true, ca: caPem, maxSockets: 16, rejectUnauthorized: true });
   }
 
   /**
-   * One request; the body of the answer is read whole (bounded). `body` is sent as JSON. A 429 or
-   * 5xx with `Retry-After` (the API server's max-in-flight and priority-and-fairness filters answer
-   * an overloaded server's request so, before handling it) is sent again after the seconds it asks,
-   * as client-go does, until `signal` ends the wait: then that answer is returned. A PUT repeated
-   * after it was applied carries a stale resourceVersion and answers 409.
+   * One request; the body of the answer is read whole (bounded). `body` is sent as JSON. An answer
+   * that asks to wait (`Retry-After` on a 429, which the API server's max-in-flight and
+   * priority-and-fairness filters send before handling the request, or on a 5xx to a GET) is sent
+   * again after the seconds it asks, as client-go does, while the wait ends before `deadlineAt`
+   * (the injected clock's ms): else that answer is returned at once, its wait in `retryAfter`. A
+   * PUT is repeated only after a 429: after a 5xx it may have been applied.
    */
-  async request(method: 'GET' | 'PUT', path: string, options: { body?: unknown; signal: AbortSignal }): Promise<ApiResponse> {
+  async request(method: 'GET' | 'PUT', path: string, options: { body?: unknown; signal: AbortSignal; deadlineAt?: number }): Promise<ApiResponse> {
     for (let waits = 0; ; waits++) {
       const res = await this.#authorized(method, path, options.body, options.signal);
-      const answer = { status: res.statusCode ?? 0, body: parseJson(await readBody(res)) };
-      const wait = retryAfterMs(res);
-      if (wait === undefined || waits >= MAX_RETRY_AFTER_WAITS || !(await this.#sleep(wait, options.signal))) return answer;
+      const status = res.statusCode ?? 0;
+      const body = parseJson(await readBody(res));
+      if (status !== 429 && (status < 500 || status > 599)) return { status, body };
+      const ms = status === 429 || method === 'GET' ? retryAfterMs(res) : undefined;
+      const fits = ms !== undefined && (options.deadlineAt === undefined || this.#clock.now() + ms < options.deadlineAt);
+      if (!fits || waits >= MAX_RETRY_AFTER_WAITS || !(await this.#sleep(ms, options.signal))) return { status, body, retryAfter: { ms, waits } };
     }
+  }
+
+  /** Waits `ms` on the clock, or less when `signal` aborts first: true when the wait ran out. */
+  #sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+    const clock = this.#clock;
+    return new Promise((resolve) => {
+      if (signal.aborted) return resolve(false);
+      const onAbort = () => {
+        clock.clearTimeout(timer);
+        resolve(false);
+      };
+      const timer = clock.setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(true);
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /**
@@ -171,12 +175,10 @@ export class KubernetesApi {
 }
 
 /**
- * The wait a 429 or 5xx answer asks for, in ms: `Retry-After` as whole seconds (the form the API
- * server sends; client-go's `retryAfterSeconds` reads only that form too), else none.
+ * The wait an answer asks for, in ms: `Retry-After` as whole seconds (the form the API server
+ * sends; client-go's `retryAfterSeconds` reads only that form too), else none.
  */
 function retryAfterMs(res: IncomingMessage): number | undefined {
-  const status = res.statusCode ?? 0;
-  if (status !== 429 && status < 500) return undefined;
   const value = res.headers['retry-after'];
   if (typeof value !== 'string' || !/^\d{1,4}$/.test(value.trim())) return undefined;
   return Number(value.trim()) * 1000;

@@ -2,7 +2,7 @@ import { systemClock, type Clock } from '../shared/clock.js';
 import type { Logger } from '../observability/logger.js';
 import { serializeRecord, type FleetRecord, type MintedRecord } from './fleet-record.js';
 import { FleetStoreError, type FleetStore, type PublishResult, type StoreOperation } from './fleet-store.js';
-import { apiStatus, KubernetesApi, sleepOn } from './kubernetes-api.js';
+import { apiStatus, KubernetesApi, MAX_RETRY_AFTER_WAITS, type ApiResponse } from './kubernetes-api.js';
 import { apiServerUrl, readCa, readNamespace, type InClusterEnv } from './kubernetes-in-cluster.js';
 import { CLAIM_SUFFIX, claimOf, encode, recordOf, type Claim } from './kubernetes-secret-data.js';
 import { SecretWatch, type SecretObject } from './kubernetes-watch.js';
@@ -63,7 +63,7 @@ export async function openKubernetesStore(options: KubernetesStoreOptions): Prom
   const caFile = options.caFile ?? `${SERVICE_ACCOUNT_DIR}/ca.crt`;
   const caPem = readCa(caFile);
   const token = new ServiceAccountToken(options.tokenFile ?? `${SERVICE_ACCOUNT_DIR}/token`, clock, options.tokenReloadMs ?? TOKEN_RELOAD_MS);
-  return new KubernetesStore(options, new KubernetesApi(server, caPem, token, sleepOn(clock)), namespace, clock, token.file);
+  return new KubernetesStore(options, new KubernetesApi(server, caPem, token, clock), namespace, clock, token.file);
 }
 
 class KubernetesStore implements FleetStore {
@@ -91,7 +91,7 @@ class KubernetesStore implements FleetStore {
   }
 
   read(key: string): Promise<FleetRecord | undefined> {
-    return this.#operation('read', async (signal) => recordOf((await this.#get('read', signal)).data?.[key]));
+    return this.#operation('read', async (call) => recordOf((await this.#get('read', call)).data?.[key]));
   }
 
   claim(key: string, holder: string, ttlMs: number): Promise<boolean> {
@@ -178,9 +178,9 @@ class KubernetesStore implements FleetStore {
 
   /** GET, decide on what was read, PUT with that read's resourceVersion; on a 409, all again. */
   #mutate<T>(operation: StoreOperation, decide: (data: Record<string, string>) => { result: T; write?: Record<string, string | null> }): Promise<T> {
-    return this.#operation(operation, async (signal) => {
+    return this.#operation(operation, async (call) => {
       for (let attempt = 1; ; attempt++) {
-        const secret = await this.#get(operation, signal);
+        const secret = await this.#get(operation, call);
         const data = secret.data ?? {};
         const { result, write } = decide(data);
         if (!write) return result;
@@ -189,29 +189,30 @@ class KubernetesStore implements FleetStore {
           if (v === null) delete next[k];
           else next[k] = v;
         }
-        const res = await this.#api.request('PUT', this.#path, { body: { ...secret, data: next }, signal });
+        const res = await this.#api.request('PUT', this.#path, { body: { ...secret, data: next }, ...call });
         if (res.status === 200) return result;
-        if (res.status !== 409) throw this.#statusError(operation, 'update', res.status, res.body);
+        if (res.status !== 409) throw this.#statusError(operation, 'update', res);
         if (attempt >= MAX_CONFLICTS) throw new FleetStoreError(operation, `${this.#what()} kept changing: ${attempt} writes in a row answered 409 Conflict`);
       }
     });
   }
 
-  async #get(operation: StoreOperation, signal: AbortSignal): Promise<SecretObject> {
-    const res = await this.#api.request('GET', this.#path, { signal });
-    if (res.status !== 200) throw this.#statusError(operation, 'get', res.status, res.body);
+  async #get(operation: StoreOperation, call: ApiCall): Promise<SecretObject> {
+    const res = await this.#api.request('GET', this.#path, call);
+    if (res.status !== 200) throw this.#statusError(operation, 'get', res);
     const secret = res.body as SecretObject | undefined;
     if (typeof secret?.metadata?.resourceVersion !== 'string') throw new FleetStoreError(operation, `${this.#what()}: the API server's answer is not a Secret`);
     return secret;
   }
 
   /** Runs one operation under its deadline, turning every failure into a FleetStoreError naming it. */
-  async #operation<T>(operation: StoreOperation, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  async #operation<T>(operation: StoreOperation, run: (call: ApiCall) => Promise<T>): Promise<T> {
     if (this.#closed) throw new FleetStoreError(operation, 'the Kubernetes fleet store is closed');
     const controller = new AbortController();
+    const deadlineAt = this.#clock.now() + this.#timeoutMs;
     const timer = this.#clock.setTimeout(() => controller.abort(), this.#timeoutMs);
     try {
-      return await run(controller.signal);
+      return await run({ signal: controller.signal, deadlineAt });
     } catch (err) {
       if (err instanceof FleetStoreError) throw err;
       if (controller.signal.aborted) {
@@ -227,7 +228,7 @@ class KubernetesStore implements FleetStore {
   }
 
   /** The message for an error answer: what the operator does about it, never a token. */
-  #statusError(operation: StoreOperation, verb: string, status: number, body: unknown): FleetStoreError {
+  #statusError(operation: StoreOperation, verb: string, { status, body, retryAfter }: ApiResponse): FleetStoreError {
     const rbac = `the sidecar's ServiceAccount needs get, list, watch and update on it by name (deploy/kubernetes/components/fleet-kubernetes: Role and RoleBinding)`;
     const said = printable(apiStatus(body)?.message);
     switch (status) {
@@ -238,7 +239,7 @@ class KubernetesStore implements FleetStore {
       case 401:
         return new FleetStoreError(operation, `the Kubernetes API server refused the service-account token of ${this.#tokenFile} (401), also after reading the file again`);
       case 429:
-        return new FleetStoreError(operation, `${this.#what()}: ${verb} answered 429 Too Many Requests until the operation's deadline: the API server is overloaded, or its priority and fairness limits hold back this ServiceAccount's requests`);
+        return new FleetStoreError(operation, `${this.#what()}: ${verb} answered 429 Too Many Requests${waitWords(retryAfter)}: the API server is overloaded, or its priority and fairness limits hold back this ServiceAccount's requests`);
       default:
         return new FleetStoreError(operation, `${this.#what()}: ${verb} answered ${status}${apiStatus(body)?.reason ? ` ${apiStatus(body)?.reason}` : ''}${said ? ` (${said})` : ''}`);
     }
@@ -250,6 +251,19 @@ class KubernetesStore implements FleetStore {
 }
 
 const UNSEEN = Symbol('unseen');
+
+/** One operation's API calls: its abort signal and its deadline on the store's clock. */
+interface ApiCall {
+  signal: AbortSignal;
+  deadlineAt: number;
+}
+
+/** Why a 429 was given up on: no Retry-After, a wait past the deadline, or too many waits. */
+function waitWords(retryAfter: ApiResponse['retryAfter']): string {
+  if (retryAfter?.ms === undefined) return ' with no Retry-After in whole seconds';
+  if (retryAfter.waits >= MAX_RETRY_AFTER_WAITS) return ` after waiting ${retryAfter.waits} times as it asked`;
+  return ` and asked to wait ${retryAfter.ms / 1000} s, past the operation's deadline`;
+}
 
 /** An API server's message, shortened and stripped of control characters, for a log line. */
 function printable(message: string | undefined): string {

@@ -63,9 +63,9 @@ async function besideSets(t: TestContext) {
   const { port, adminPort } = await sidecar.start();
   t.after(() => sidecar.stop());
   const a = Number(sidecar.status().listeners.sets!.a!.split(':').at(-1));
-  for (let i = 0; i < 500 && (await Promise.all(['a', 'b', 'c'].map((id) => readyz(adminPort, id)))).some((s) => s !== 200); i++) {
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  const ready = async () => (await Promise.all(['a', 'b', 'c'].map((id) => readyz(adminPort, id)))).every((s) => s === 200);
+  for (let i = 0; i < 2000 && !(await ready()); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(await ready(), 'sets a, b and c hold tokens');
   // The config the operator runs doctor with: the same, with the ports the sidecar bound.
   return { vendor, config: validateConfig(raw(vendor.url, caFile, { listen: port, admin: adminPort, a })) };
 }
@@ -142,6 +142,19 @@ describe('reachSet', () => {
     const picked = config([{ ...keys('own'), listen: { host: '127.0.0.1', port: 8081 } }, keys('default')], 0);
     assert.ok('listener' in reach(picked, 'own'));
     assert.match((reach(picked, 'default') as SetUnreachable).unreachable, /^listen\.port is 0/);
+  });
+
+  it('a set whose own listener doctor cannot use is still reached through the shared listener by its prefix or the header', () => {
+    const c = config([
+      { ...keys('sock'), listen: { socket: '/run/b2b/sock' }, pathPrefix: '/s/' },
+      { ...keys('picked'), listen: { host: '127.0.0.1', port: 0 }, headerAllow: ['127.0.0.1/32'] },
+      keys('default'),
+    ]);
+    assert.deepEqual(reach(c, 'sock'), { listener: new URL('http://127.0.0.1:8080'), prefix: '/s', headers: {}, how: '127.0.0.1:8080 with the path prefix /s' });
+    assert.deepEqual((reach(c, 'picked') as SetReach).headers, { 'b2b-credential': 'picked' });
+    // A list of one set chosen by header has no default: the shared listener answers a bare request 400.
+    const one = config([{ ...keys('only'), headerAllow: ['127.0.0.1/32'] }]);
+    assert.deepEqual((reach(one, 'only') as SetReach).headers, { 'b2b-credential': 'only' });
   });
 
   it('one set (the object form): the shared listener, as before', () => {
