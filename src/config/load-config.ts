@@ -33,7 +33,7 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
     problems.push(...err.problems.map((p) => withKeyLine(p, keyLines, path)));
   }
   problems.push(...await hostProblems(data));
-  if (problems.length > 0 || config === undefined) throw new ConfigError(problems.map((p) => withCredentialsWayOut(p, env)));
+  if (problems.length > 0 || config === undefined) throw new ConfigError(problems.map((p) => withCredentialsWayOut(p, env, data)));
   if (replaced.length > 0) replacements.set(config, replaced);
   if (exposed) exposedSecrets.set(config, exposed);
   return config;
@@ -316,6 +316,11 @@ const SYSTEMD_CREDENTIALS = [['apiKey', 'api-key'], ['password', 'password']] as
 function applyCredentialsDirectory(data: Record<string, unknown>, env: NodeJS.ProcessEnv, replaced: string[]): void {
   const dir = env.CREDENTIALS_DIRECTORY;
   if (!dir) return;
+  const listed = getAt(data, ['credentials']);
+  if (Array.isArray(listed)) {
+    applyCredentialsDirectoryToSets(listed, dir, replaced);
+    return;
+  }
   for (const [key, name] of SYSTEMD_CREDENTIALS) {
     const byEnv = envBindings().some((b) => b.path[0] === 'credentials' && (b.path[1] === key || b.path[1] === `${key}File`) && env[b.env]);
     if (byEnv) continue;
@@ -334,10 +339,45 @@ function applyCredentialsDirectory(data: Record<string, unknown>, env: NodeJS.Pr
 }
 
 /**
+ * The list form under systemd: `LoadCredential=<id>.api-key:FILE` and `<id>.password` give one
+ * set its credentials (an id is a file name: [a-z0-9][a-z0-9_-]*), replacing that set's choice in
+ * the config file, said like the single form's. The single form's `api-key` and `password` name
+ * no set: they are left unused, and that is said too.
+ */
+function applyCredentialsDirectoryToSets(sets: unknown[], dir: string, replaced: string[]): void {
+  sets.forEach((set, i) => {
+    if (!isRecord(set) || typeof set.id !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(set.id)) return; // validation names it
+    for (const [key, name] of SYSTEMD_CREDENTIALS) {
+      const file = join(dir, `${set.id}.${name}`);
+      if (!existsSync(file)) continue;
+      for (const own of [key, `${key}File`]) {
+        if (set[own] === undefined) continue;
+        delete set[own];
+        replaced.push(`credentials[${i}].${own} from the config file is ignored: ${set.id}.${name} in $CREDENTIALS_DIRECTORY (systemd's LoadCredential=) sets credentials[${i}].${key}File, which is used instead`);
+      }
+      set[`${key}File`] = file;
+    }
+  });
+  for (const [, name] of SYSTEMD_CREDENTIALS) {
+    if (existsSync(join(dir, name))) replaced.push(`${name} in $CREDENTIALS_DIRECTORY is not used: the config lists credential sets, and a set's is named <id>.${name} (LoadCredential=<id>.${name}:FILE)`);
+  }
+}
+
+/**
  * A credential file that does not exist: says where else it can come from. Under systemd the unit
  * passes the credentials through `LoadCredential=`, which a command started by hand does not get.
  */
-function withCredentialsWayOut(problem: string, env: NodeJS.ProcessEnv): string {
+function withCredentialsWayOut(problem: string, env: NodeJS.ProcessEnv, data: Record<string, unknown>): string {
+  const inSet = /^credentials\[(\d+)\]\.(apiKey|password)File: file \S+ does not exist$/.exec(problem);
+  if (inSet) {
+    const listed = getAt(data, ['credentials']);
+    const set = Array.isArray(listed) ? listed[Number(inSet[1])] : undefined;
+    const id = isRecord(set) && typeof set.id === 'string' ? set.id : '<id>';
+    const name = `${id}.${SYSTEMD_CREDENTIALS.find(([key]) => key === inSet[2])![1]}`;
+    return env.CREDENTIALS_DIRECTORY
+      ? `${problem}, and $CREDENTIALS_DIRECTORY (${env.CREDENTIALS_DIRECTORY}) holds no ${name}: pass it with LoadCredential=${name}:FILE`
+      : `${problem} (under systemd, pass it with LoadCredential=${name}:FILE: a file of that name in $CREDENTIALS_DIRECTORY is used instead)`;
+  }
   const m = /^credentials\.(apiKey|password)File \(\S+\): file \S+ does not exist$/.exec(problem);
   if (!m) return problem;
   const name = SYSTEMD_CREDENTIALS.find(([key]) => key === m[1])![1];

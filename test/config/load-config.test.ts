@@ -231,6 +231,32 @@ describe('loadConfig: environment', () => {
     assert.equal(singleCredentials(byEnv).apiKeyFile, join(credentials, 'password'));
   });
 
+  it('with a list of sets, $CREDENTIALS_DIRECTORY gives a set its credentials as <id>.api-key and <id>.password, and says what it does not use', async () => {
+    const credentials = mkdtempSync(join(tmpdir(), 'b2b-credentials-directory-'));
+    writeFileSync(join(credentials, 'a.api-key'), 'directory-key-a');
+    writeFileSync(join(credentials, 'b.password'), 'directory-password-b');
+    writeFileSync(join(credentials, 'api-key'), 'directory-key-single');
+    const yaml = file('sets-under-systemd.yaml', 'service: { baseUrl: "https://api.example.com" }\ncredentials:\n'
+      + '  - { id: a, apiKey: inline-key-a-0123456789, password: inline-password-a-0123 }\n'
+      + '  - { id: b, apiKey: inline-key-b-0123456789, passwordFile: /run/secrets/b/password, pathPrefix: /b/ }\n');
+    const config = await loadConfig(yaml, { CREDENTIALS_DIRECTORY: credentials });
+    const [a, b] = config.credentials as unknown as Array<Record<string, string>>;
+    assert.deepEqual(a, { id: 'a', apiKeyFile: join(credentials, 'a.api-key'), password: 'inline-password-a-0123' });
+    assert.deepEqual(b, { id: 'b', apiKey: 'inline-key-b-0123456789', passwordFile: join(credentials, 'b.password'), pathPrefix: '/b/' });
+    assert.deepEqual(envReplacements(config), [
+      'credentials[0].apiKey from the config file is ignored: a.api-key in $CREDENTIALS_DIRECTORY (systemd\'s LoadCredential=) sets credentials[0].apiKeyFile, which is used instead',
+      'credentials[1].passwordFile from the config file is ignored: b.password in $CREDENTIALS_DIRECTORY (systemd\'s LoadCredential=) sets credentials[1].passwordFile, which is used instead',
+      'api-key in $CREDENTIALS_DIRECTORY is not used: the config lists credential sets, and a set\'s is named <id>.api-key (LoadCredential=<id>.api-key:FILE)',
+    ]);
+    assert.ok(!JSON.stringify(envReplacements(config)).includes('inline-'), 'no value is echoed');
+    // A set's file that does not exist names its own credential name.
+    const missing = file('sets-missing.yaml', 'service: { baseUrl: "https://api.example.com" }\ncredentials:\n'
+      + '  - { id: c, apiKeyFile: /nonexistent-b2b/c-key, password: inline-password-c-0123 }\n');
+    assert.deepEqual(await problemsOf(loadConfig(missing, { CREDENTIALS_DIRECTORY: credentials })), [
+      `credentials[0].apiKeyFile: file /nonexistent-b2b/c-key does not exist, and $CREDENTIALS_DIRECTORY (${credentials}) holds no c.api-key: pass it with LoadCredential=c.api-key:FILE`,
+    ]);
+  });
+
   it('a credential file that does not exist names the way out: LoadCredential= and $CREDENTIALS_DIRECTORY', async () => {
     const yaml = file('missing-files.yaml', 'service: { baseUrl: "https://api.example.com" }\ncredentials: { apiKeyFile: /nonexistent-b2b/api-key, passwordFile: /nonexistent-b2b/password }\n');
     const plain = await problemsOf(loadConfig(yaml, {}));
