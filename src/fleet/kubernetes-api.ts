@@ -26,6 +26,25 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** Waits as long as a Retry-After asks at most this often per request (client-go's default maxRetries). */
 export const MAX_RETRY_AFTER_WAITS = 10;
 
+/** The cluster CA: its PEM at start, and how to read its file again (kubelet replaces it on a CA rotation). */
+export interface ClusterCa {
+  readonly pem: string;
+  readonly file: string;
+  read(): string;
+  /** Told when the file is read again after a failed verification, in words for the log. */
+  onChange?(words: string): void;
+}
+
+/** Node's codes for a server certificate the trusted CAs do not verify. */
+const UNVERIFIED = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED']);
+
+function agentFor(caPem: string): Agent {
+  // The cluster CA alone, as client-go's in-cluster config trusts it: the API server's
+  // certificate is never signed by a public CA, and nothing else should be able to answer.
+  return new Agent({ keepAlive: true, ca: caPem, maxSockets: 16, rejectUnauthorized: true });
+}
+
 /**
  * Plain HTTPS to the Kubernetes API server, the in-cluster way: the cluster's CA (ca.crt of the
  * service-account volume) as the only trust anchor, the service account's bearer token, and a 401
@@ -35,17 +54,19 @@ export const MAX_RETRY_AFTER_WAITS = 10;
  */
 export class KubernetesApi {
   readonly origin: string;
-  readonly #agent: Agent;
+  #agent: Agent;
+  #caPem: string;
+  readonly #ca: ClusterCa;
   readonly #token: ServiceAccountToken;
   readonly #clock: Clock;
 
-  constructor(server: URL, caPem: string, token: ServiceAccountToken, clock: Clock) {
+  constructor(server: URL, ca: ClusterCa, token: ServiceAccountToken, clock: Clock) {
     this.origin = server.origin;
+    this.#ca = ca;
+    this.#caPem = ca.pem;
     this.#token = token;
     this.#clock = clock;
-    // The cluster CA alone, as client-go's in-cluster config trusts it: the API server's
-    // certificate is never signed by a public CA, and nothing else should be able to answer.
-    this.#agent = new Agent({ keepAlive: true, ca: caPem, maxSockets: 16, rejectUnauthorized: true });
+    this.#agent = agentFor(ca.pem);
   }
 
   /**
@@ -137,12 +158,42 @@ export class KubernetesApi {
    * it answers 409 and the store reads again.
    */
   async #sendOnce(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
-    try {
-      return await this.#send(method, path, token, body, signal);
-    } catch (err) {
-      if (!(err as { reusedSocket?: boolean }).reusedSocket || signal.aborted) throw err;
-      return this.#send(method, path, token, body, signal);
+    // Each way of failing before any answer is given one more try: a reused connection closed
+    // under the request, and a certificate the CA no longer verifies (both at once after a rotation).
+    let reused = false;
+    let rotated = false;
+    for (;;) {
+      try {
+        return await this.#send(method, path, token, body, signal);
+      } catch (err) {
+        if (signal.aborted) throw err;
+        if (!reused && (err as { reusedSocket?: boolean }).reusedSocket) reused = true;
+        else if (!rotated && this.#caChanged(err)) rotated = true;
+        else throw err;
+      }
     }
+  }
+
+  /**
+   * After a certificate the CA held does not verify: whether the CA file now holds another CA (a
+   * cluster CA rotation: kubelet updates the projected ca.crt, and the API server moves to a
+   * certificate the new CA signed), in which case the connections are made anew with it.
+   */
+  #caChanged(err: unknown): boolean {
+    if (!UNVERIFIED.has(String((err as NodeJS.ErrnoException).code))) return false;
+    let pem: string;
+    try {
+      pem = this.#ca.read();
+    } catch {
+      return false; // the failure itself is reported, with its code, by the operation
+    }
+    if (pem === this.#caPem) return false;
+    this.#caPem = pem;
+    const old = this.#agent;
+    this.#agent = agentFor(pem);
+    old.destroy();
+    this.#ca.onChange?.(`the API server's certificate did not verify, and the cluster CA ${this.#ca.file} changed: connecting with the new one`);
+    return true;
   }
 
   #send(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {

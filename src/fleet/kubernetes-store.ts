@@ -61,9 +61,9 @@ export async function openKubernetesStore(options: KubernetesStoreOptions): Prom
   const server = apiServerUrl(options.apiServer, options.env);
   const namespace = options.namespace ?? readNamespace(options.namespaceFile ?? `${SERVICE_ACCOUNT_DIR}/namespace`);
   const caFile = options.caFile ?? `${SERVICE_ACCOUNT_DIR}/ca.crt`;
-  const caPem = readCa(caFile);
+  const ca = { pem: readCa(caFile), file: caFile, read: () => readCa(caFile), onChange: (words: string) => options.logger.info(`fleet store: ${words}`, { store: 'kubernetes' }) };
   const token = new ServiceAccountToken(options.tokenFile ?? `${SERVICE_ACCOUNT_DIR}/token`, clock, options.tokenReloadMs ?? TOKEN_RELOAD_MS);
-  return new KubernetesStore(options, new KubernetesApi(server, caPem, token, clock), namespace, clock, token.file);
+  return new KubernetesStore(options, new KubernetesApi(server, ca, token, clock), namespace, clock, token.file);
 }
 
 class KubernetesStore implements FleetStore {

@@ -12,6 +12,7 @@ import { ServiceAccountToken } from '../../src/fleet/service-account-token.js';
 import { createCaptureLogger } from '../helpers/capture-logger.js';
 import { FakeClock } from '../helpers/fake-clock.js';
 import { startKubernetesApi, type KubernetesApiServer } from '../helpers/kubernetes-api.js';
+import { generateTlsMaterial } from '../../src/simulator/certs.js';
 import { testTls } from '../helpers/tls.js';
 import { describeStoreContract } from './store-contract.js';
 
@@ -169,6 +170,30 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       assert.equal(api.requests.length, seen + 1, 'not sent again');
       api.throttleNext(1, 'soon');
       await rejectsWith(within(store.claim(k, 'me', 30_000), 'the claim'), 'claim', /get answered 429 Too Many Requests with no Retry-After in whole seconds/);
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
+  it('reads the cluster CA file again when the API server\'s certificate no longer verifies, and goes on with the new CA (a CA rotation)', async () => {
+    const api = await startKubernetesApi();
+    const caFile = join(dir, `ca-${++files}.pem`);
+    writeFileSync(caFile, (await testTls()).caPem);
+    const captured = createCaptureLogger();
+    const store = await open(api, { caFile, logger: captured.logger });
+    try {
+      const k = newKey();
+      await store.publish(k, minted('tok-1'), 0);
+      // The rotation: kubelet updates the projected ca.crt, the API server serves a certificate of the new CA.
+      const rotated = await generateTlsMaterial(['localhost', '127.0.0.1']);
+      writeFileSync(caFile, rotated.caPem);
+      api.useCertificate(rotated);
+      assert.equal((await store.read(k))?.token, 'tok-1');
+      assert.match(captured.text(), /the API server's certificate did not verify, and the cluster CA .* changed: connecting with the new one/);
+      // A certificate no CA in the file signed is still refused: the file read again holds the same CA.
+      api.useCertificate(await generateTlsMaterial(['localhost', '127.0.0.1']));
+      await rejectsWith(store.read(k), 'read', /could not be reached \(read on Secret .*\): (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
     } finally {
       await store.close();
       await api.close();

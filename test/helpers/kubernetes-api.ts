@@ -67,6 +67,8 @@ export interface KubernetesApiServer {
   throttleNext(n: number, retryAfter?: string): void;
   /** Every open connection is cut (a restart of the API server, a load balancer's reset). */
   dropConnections(): void;
+  /** Serves from now on with another certificate (a cluster CA rotation), cutting the open connections. */
+  useCertificate(material: { certPem: string; keyPem: string }): void;
   /** Open watch streams now. */
   openWatches(): number;
   /** Resolves when at least `n` watch streams are open. */
@@ -321,6 +323,10 @@ export async function startKubernetesApi(options: { namespace?: string; secretNa
     throttleNext(n, retryAfter = '1') {
       throttled = n;
       throttleRetryAfter = retryAfter;
+    },
+    useCertificate(material) {
+      server.setSecureContext({ cert: material.certPem, key: material.keyPem });
+      for (const socket of sockets) socket.destroy();
     },
     dropConnections() {
       for (const s of sockets) s.destroy();
