@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
+import { CREDENTIAL_ID_PATTERN } from './credential-sets-schema.js';
 import { validateConfig, type Config } from './validate-config.js';
 import { hostProblems } from './host-checks.js';
 import { envBindings, formatPath, formatProblem, isRecord, schemaAt, valuesAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
@@ -346,7 +347,7 @@ function applyCredentialsDirectory(data: Record<string, unknown>, env: NodeJS.Pr
  */
 function applyCredentialsDirectoryToSets(sets: unknown[], dir: string, replaced: string[]): void {
   sets.forEach((set, i) => {
-    if (!isRecord(set) || typeof set.id !== 'string' || !/^[a-z0-9][a-z0-9_-]{0,62}$/.test(set.id)) return; // validation names it
+    if (!isRecord(set) || !validId(set.id)) return; // validation names it
     for (const [key, name] of SYSTEMD_CREDENTIALS) {
       const file = join(dir, `${set.id}.${name}`);
       if (!existsSync(file)) continue;
@@ -363,6 +364,11 @@ function applyCredentialsDirectoryToSets(sets: unknown[], dir: string, replaced:
   }
 }
 
+/** A set id the schema takes: only such an id names a file in $CREDENTIALS_DIRECTORY. */
+function validId(id: unknown): id is string {
+  return typeof id === 'string' && new RegExp(CREDENTIAL_ID_PATTERN).test(id);
+}
+
 /**
  * A credential file that does not exist: says where else it can come from. Under systemd the unit
  * passes the credentials through `LoadCredential=`, which a command started by hand does not get.
@@ -372,7 +378,7 @@ function withCredentialsWayOut(problem: string, env: NodeJS.ProcessEnv, data: Re
   if (inSet) {
     const listed = getAt(data, ['credentials']);
     const set = Array.isArray(listed) ? listed[Number(inSet[1])] : undefined;
-    const id = isRecord(set) && typeof set.id === 'string' ? set.id : '<id>';
+    const id = isRecord(set) && validId(set.id) ? set.id : '<id>';
     const name = `${id}.${SYSTEMD_CREDENTIALS.find(([key]) => key === inSet[2])![1]}`;
     return env.CREDENTIALS_DIRECTORY
       ? `${problem}, and $CREDENTIALS_DIRECTORY (${env.CREDENTIALS_DIRECTORY}) holds no ${name}: pass it with LoadCredential=${name}:FILE`

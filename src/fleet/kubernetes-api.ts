@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { statSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import type { Clock } from '../shared/clock.js';
 import type { ServiceAccountToken } from './service-account-token.js';
@@ -35,6 +36,12 @@ export interface ClusterCa {
   onChange?(words: string): void;
 }
 
+/** A CA bundle is a few KiB; a larger file is not read again (the one read at open was checked). */
+const MAX_CA_BYTES = 1024 * 1024;
+
+/** How often the CA file is looked at without a failure (client-go reads its token file as often). */
+const CA_RELOAD_MS = 60_000;
+
 /** Node's codes for a server certificate the trusted CAs do not verify. */
 const UNVERIFIED = new Set(['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
   'SELF_SIGNED_CERT_IN_CHAIN', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_SIGNATURE_FAILURE', 'CERT_UNTRUSTED']);
@@ -55,7 +62,13 @@ function agentFor(caPem: string): Agent {
 export class KubernetesApi {
   readonly origin: string;
   #agent: Agent;
+  /** Agents of CAs no longer in use: what runs on them finishes there; closed with the API. */
+  readonly #retired: Agent[] = [];
   #caPem: string;
+  /** The CA file's inode, size and time when it was last read (undefined: read it at the next check). */
+  #caSeen: string | undefined;
+  #caCheckedAt: number;
+  #closed = false;
   readonly #ca: ClusterCa;
   readonly #token: ServiceAccountToken;
   readonly #clock: Clock;
@@ -67,6 +80,7 @@ export class KubernetesApi {
     this.#token = token;
     this.#clock = clock;
     this.#agent = agentFor(ca.pem);
+    this.#caCheckedAt = clock.now();
   }
 
   /**
@@ -137,11 +151,17 @@ export class KubernetesApi {
 
   /** Closes idle and open connections (watches included). */
   close(): void {
-    this.#agent.destroy();
+    this.#closed = true;
+    for (const agent of [this.#agent, ...this.#retired]) agent.destroy();
   }
 
   /** Sends with the token held; on a 401, reads the token file again and sends once more with the new one. */
   async #authorized(method: string, path: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+    // The CA file is looked at every minute too, not only when a certificate fails: a rotation that
+    // ends by dropping the old CA from the file must end its trust here as well.
+    if (this.#clock.now() - this.#caCheckedAt >= CA_RELOAD_MS && this.#reloadCa()) {
+      this.#ca.onChange?.(`the cluster CA ${this.#ca.file} changed: connecting with it`);
+    }
     const token = await this.#token.get();
     const res = await this.#sendOnce(method, path, token, body, signal);
     if (res.statusCode !== 401) return res;
@@ -163,47 +183,71 @@ export class KubernetesApi {
     let reused = false;
     let rotated = false;
     for (;;) {
+      const agent = this.#agent;
       try {
-        return await this.#send(method, path, token, body, signal);
+        return await this.#send(agent, method, path, token, body, signal);
       } catch (err) {
         if (signal.aborted) throw err;
         if (!reused && (err as { reusedSocket?: boolean }).reusedSocket) reused = true;
-        else if (!rotated && this.#caChanged(err)) rotated = true;
+        else if (!rotated && this.#caChanged(err, agent)) rotated = true;
         else throw err;
       }
     }
   }
 
   /**
-   * After a certificate the CA held does not verify: whether the CA file now holds another CA (a
-   * cluster CA rotation: kubelet updates the projected ca.crt, and the API server moves to a
-   * certificate the new CA signed), in which case the connections are made anew with it.
+   * After a certificate the CA in use does not verify: whether there is another CA now (a cluster
+   * CA rotation: kubelet updates the projected ca.crt, and the API server moves to a certificate
+   * the new CA signed), in which case the request goes out again with it. Another request that
+   * failed the same way may have changed it already.
    */
-  #caChanged(err: unknown): boolean {
-    if (!UNVERIFIED.has(String((err as NodeJS.ErrnoException).code))) return false;
-    let pem: string;
-    try {
-      pem = this.#ca.read();
-    } catch {
-      return false; // the failure itself is reported, with its code, by the operation
-    }
-    if (pem === this.#caPem) return false;
-    this.#caPem = pem;
-    const old = this.#agent;
-    this.#agent = agentFor(pem);
-    old.destroy();
+  #caChanged(err: unknown, used: Agent): boolean {
+    if (this.#closed || !UNVERIFIED.has(String((err as NodeJS.ErrnoException).code))) return false;
+    if (used !== this.#agent) return true;
+    if (!this.#reloadCa()) return false;
     this.#ca.onChange?.(`the API server's certificate did not verify, and the cluster CA ${this.#ca.file} changed: connecting with the new one`);
     return true;
   }
 
-  #send(method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
+  /**
+   * Reads the CA file again when it changed since it was last read (its inode, size or time: kubelet
+   * replaces a projected file, so a cheap stat tells); true when it holds another CA, which new
+   * requests then use. A file that cannot be read, or that is not a CA, changes nothing.
+   */
+  #reloadCa(): boolean {
+    this.#caCheckedAt = this.#clock.now();
+    if (this.#closed) return false;
+    let seen: string;
+    try {
+      const st = statSync(this.#ca.file);
+      if (!st.isFile() || st.size > MAX_CA_BYTES) return false;
+      seen = `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return false;
+    }
+    if (seen === this.#caSeen) return false;
+    this.#caSeen = seen;
+    let pem: string;
+    try {
+      pem = this.#ca.read();
+    } catch {
+      return false; // a failed request reports its own error, with its code
+    }
+    if (pem === this.#caPem) return false;
+    this.#caPem = pem;
+    this.#retired.push(this.#agent);
+    this.#agent = agentFor(pem);
+    return true;
+  }
+
+  #send(agent: Agent, method: string, path: string, token: string, body: unknown, signal: AbortSignal): Promise<IncomingMessage> {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     return new Promise((resolve, reject) => {
       if (signal.aborted) return reject(abortError());
       let response: IncomingMessage | undefined;
       const req = request(new URL(path, this.origin), {
         method,
-        agent: this.#agent,
+        agent,
         headers: {
           accept: 'application/json',
           authorization: `Bearer ${token}`,

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,12 @@ import { describeStoreContract } from './store-contract.js';
 const dir = mkdtempSync(join(tmpdir(), 'b2b-k8s-store-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
+
+/** Replaces a file as kubelet's atomic writer does: a new file renamed over the old one (a new inode). */
+function replaceFile(file: string, content: string): void {
+  writeFileSync(`${file}.new`, content);
+  renameSync(`${file}.new`, file);
+}
 
 /** A token file holding `token`, as kubelet projects it. */
 function tokenFile(token: string): string {
@@ -187,13 +193,43 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       await store.publish(k, minted('tok-1'), 0);
       // The rotation: kubelet updates the projected ca.crt, the API server serves a certificate of the new CA.
       const rotated = await generateTlsMaterial(['localhost', '127.0.0.1']);
-      writeFileSync(caFile, rotated.caPem);
+      replaceFile(caFile, rotated.caPem);
       api.useCertificate(rotated);
-      assert.equal((await store.read(k))?.token, 'tok-1');
+      // Two requests meet the new certificate at once: both go on with the new CA.
+      assert.deepEqual((await Promise.all([store.read(k), store.read(k)])).map((r) => r?.token), ['tok-1', 'tok-1']);
       assert.match(captured.text(), /the API server's certificate did not verify, and the cluster CA .* changed: connecting with the new one/);
       // A certificate no CA in the file signed is still refused: the file read again holds the same CA.
       api.useCertificate(await generateTlsMaterial(['localhost', '127.0.0.1']));
       await rejectsWith(store.read(k), 'read', /could not be reached \(read on Secret .*\): (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
+    } finally {
+      await store.close();
+      await api.close();
+    }
+  });
+
+  it('stops trusting the old CA once the file drops it: the file is looked at every minute, not only on a failure', async () => {
+    const api = await startKubernetesApi();
+    const clock = new FakeClock();
+    const caFile = join(dir, `ca-${++files}.pem`);
+    const old = await testTls();
+    writeFileSync(caFile, old.caPem);
+    const captured = createCaptureLogger();
+    const store = await open(api, { caFile, clock, logger: captured.logger });
+    try {
+      const k = newKey();
+      await store.publish(k, minted('tok-1'), 0);
+      // A rotation in steps: the file holds both CAs, the server moves to the new one, the file drops the old one.
+      const next = await generateTlsMaterial(['localhost', '127.0.0.1']);
+      replaceFile(caFile, `${old.caPem}\n${next.caPem}\n`);
+      api.useCertificate(next);
+      assert.equal((await store.read(k))?.token, 'tok-1');
+      replaceFile(caFile, next.caPem);
+      clock.advance(60_000);
+      assert.equal((await store.read(k))?.token, 'tok-1');
+      assert.match(captured.text(), /the cluster CA .* changed: connecting with it/);
+      // A server presenting a certificate of the dropped CA (it was rotated out, perhaps because it leaked) is refused.
+      api.useCertificate(old);
+      await rejectsWith(store.read(k), 'read', /could not be reached .*: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
     } finally {
       await store.close();
       await api.close();
