@@ -57,8 +57,14 @@ const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[^-]*-----END CERTIFICATE---
  * fail, or are silently skipped, when the trust store is built).
  */
 export function pemCertificatesProblem(text: string): string | undefined {
-  const blocks = text.match(PEM_CERTIFICATE) ?? [];
+  const found = [...text.matchAll(PEM_CERTIFICATE)];
+  const blocks = found.map((m) => m[0]);
   if (blocks.length === 0) return 'holds no PEM certificate (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)';
+  // OpenSSL reads a BEGIN line only at the start of a line: `cat a.pem b.pem` with no newline at
+  // the end of a.pem glues b's BEGIN to a's END, and b is skipped without a word (docs/traps.md T103).
+  // A byte-order mark before the first (a file saved by Notepad) is taken by OpenSSL too.
+  const glued = found.findIndex((m) => m.index > 0 && text[m.index - 1] !== '\n' && !(m.index === 1 && text[0] === '\uFEFF'));
+  if (glued >= 0) return `holds certificate ${glued + 1} of ${blocks.length} with its -----BEGIN CERTIFICATE----- not at the start of a line (glued to the certificate before it, as \`cat\` makes of a file without a last newline, or indented): OpenSSL would skip it; put it on a line of its own`;
   for (const [i, block] of blocks.entries()) {
     try {
       new X509Certificate(block);

@@ -101,6 +101,37 @@ describe('trusted CAs', () => {
   });
 });
 
+describe('a CA bundle made with cat', () => {
+  it('refuses a certificate glued to the end of the one before it, which OpenSSL skips without a word (docs/traps.md T103)', async () => {
+    const first = await testTls();
+    const second = await generateTlsMaterial(['localhost', '127.0.0.1']);
+    // first.caPem has no newline after its END line: what `cat first.pem second.pem` gives then.
+    assert.ok(!first.caPem.endsWith('\n'));
+    const glued = first.caPem + second.caPem;
+    // What OpenSSL makes of it: the second CA is not trusted (a server of that CA is refused).
+    const server = createServer({ cert: second.certPem, key: second.keyPem }, (_q, r) => r.end('ok'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      assert.equal(await get(port, createSecureContext({ ca: glued })), 'UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+      assert.equal(await get(port, createSecureContext({ ca: `${first.caPem}\n${second.caPem}` })), 200, 'with the line break both are trusted');
+      // A byte-order mark before the file (Notepad) is taken; an indented BEGIN line is not.
+      assert.equal(await get(port, createSecureContext({ ca: `\uFEFF${second.caPem}` })), 200);
+      assert.equal(await get(port, createSecureContext({ ca: `  ${second.caPem}` })), 'UNABLE_TO_VERIFY_LEAF_SIGNATURE');
+    } finally {
+      server.close();
+    }
+    assert.match(pemCertificatesProblem(glued) ?? '', /^holds certificate 2 of 2 with its -----BEGIN CERTIFICATE----- not at the start of a line .*OpenSSL would skip it/);
+    assert.equal(pemCertificatesProblem(`${first.caPem}\n${second.caPem}`), undefined);
+    assert.equal(pemCertificatesProblem(`${first.caPem}\r\n${second.caPem}\r\n`), undefined, 'CRLF line ends');
+    assert.equal(pemCertificatesProblem(`\uFEFF${second.caPem}`), undefined);
+    assert.match(pemCertificatesProblem(`  ${second.caPem}`) ?? '', /^holds certificate 1 of 1 with its -----BEGIN CERTIFICATE----- not at the start of a line/);
+    const file = join(mkdtempSync(join(tmpdir(), 'b2b-ca-')), 'bundle.pem');
+    writeFileSync(file, glued);
+    assert.throws(() => loadTrustedCas(file), /bundle\.pem holds certificate 2 of 2 with its -----BEGIN CERTIFICATE----- not at the start of a line/);
+  });
+});
+
 describe('trusted CAs with NODE_EXTRA_CA_CERTS', () => {
   it('keeps the CAs Node was started with besides caFile\'s (adding a CA used to drop them)', async () => {
     const viaFile = await testTls();
