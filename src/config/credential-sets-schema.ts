@@ -6,14 +6,13 @@
  * Only config/credential-sets.ts tells the two forms apart.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { CREDENTIAL_ID_PATTERN } from './credential-sets.js';
 
 const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };
 const reread = { 'x-reload': 'file re-read' };
 const secretFile = { 'x-secret-file': true };
 
-/** What a set's id may be: short, lower case, usable in a file name and a metric label. */
-export const CREDENTIAL_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 /** Most sets in one process (the benchmark's 1,000 with room to spare). */
 export const MAX_CREDENTIAL_SETS = 10_000;
 
