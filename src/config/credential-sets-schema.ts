@@ -6,7 +6,7 @@
  * Only config/credential-sets.ts tells the two forms apart.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { CREDENTIAL_ID_PATTERN } from './credential-sets.js';
+import { CREDENTIAL_ID_PATTERN } from './credential-id.js';
 
 const env = (name: string) => ({ 'x-env': name });
 const secret = { 'x-secret': true };

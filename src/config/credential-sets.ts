@@ -9,11 +9,6 @@ import type { ConfigPath } from './walk.js';
 /** The id the object form of `credentials` stands for. */
 export const DEFAULT_CREDENTIAL_ID = 'default';
 
-/**
- * What a set's id may be: short, lower case, usable in a file name and a metric label. Here, not
- * in the schema's module, so that `run` reads it without loading TypeBox (test/e2e/module-footprint).
- */
-export const CREDENTIAL_ID_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
 
 /** A set's own listener: TCP (host, port) or a unix socket. */
 export type SetListen =

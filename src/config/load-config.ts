@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { isMap, isScalar, isSeq, LineCounter, parseDocument, visit, type Document } from 'yaml';
-import { CREDENTIAL_ID_PATTERN } from './credential-sets.js';
+import { CREDENTIAL_ID_PATTERN } from './credential-id.js';
 import { validateConfig, type Config } from './validate-config.js';
 import { hostProblems } from './host-checks.js';
 import { envBindings, formatPath, formatProblem, isRecord, schemaAt, valuesAt, walkProperties, type ConfigPath, type SchemaNode } from './walk.js';
