@@ -73,6 +73,21 @@ async function within<T>(promise: Promise<T>, what: string, ms = 5000): Promise<
   }
 }
 
+/** A test API server and a store on it opened with `extra`, both closed after `run`, whatever it does. */
+async function withStore(extra: Partial<KubernetesStoreOptions>, run: (api: KubernetesApiServer, store: FleetStore) => Promise<void>): Promise<void> {
+  const api = await startKubernetesApi();
+  try {
+    const store = await open(api, extra);
+    try {
+      await run(api, store);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await api.close();
+  }
+}
+
 async function rejectsWith(promise: Promise<unknown>, operation: string, pattern: RegExp): Promise<FleetStoreError> {
   const err = await promise.then(() => assert.fail('resolved'), (e: unknown) => e);
   assert.ok(err instanceof FleetStoreError, `a FleetStoreError, not ${String(err)}`);
@@ -88,9 +103,7 @@ describeStoreContract('kubernetes', async () => {
 
 describe('kubernetes store: optimistic concurrency on one Secret', () => {
   it('retries a 409 caused by a peer\'s write to another data key of the Secret instead of reporting a lost race (docs/traps.md T89)', async () => {
-    const api = await startKubernetesApi();
-    const store = await open(api);
-    try {
+    await withStore({}, async (api, store) => {
       const k = newKey();
       api.beforeNextPut(() => api.write('b2b-sidecar.someone-else.claim', b64('{"holder":"peer","untilWall":1}')));
       assert.deepEqual(await store.publish(k, minted('tok-1'), 0), { ok: true, version: 1 });
@@ -101,48 +114,33 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       // The same for a claim.
       api.beforeNextPut(() => api.write('b2b-sidecar.someone-else', b64('{}')));
       assert.equal(await store.claim(k, 'me', 30_000), true);
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('reports a lost race when the 409 came from a peer\'s publish of the same record', async () => {
-    const api = await startKubernetesApi();
-    const store = await open(api);
-    try {
+    await withStore({}, async (api, store) => {
       const k = newKey();
       api.beforeNextPut(() => api.write(k, b64(serializeRecord({ ...minted('tok-peer'), version: 1 }))));
       const result = await store.publish(k, minted('tok-mine'), 0);
       assert.equal(result.ok, false);
       assert.equal(result.ok === false && result.current?.token, 'tok-peer');
       assert.equal((await store.read(k))?.token, 'tok-peer');
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('sends a request again, once, when the kept-alive connection it went out on is closed before any answer', async () => {
-    const api = await startKubernetesApi();
-    const store = await open(api);
-    try {
+    await withStore({}, async (api, store) => {
       const k = newKey();
       await store.publish(k, minted('tok-1'), 0);
       api.dropNextRequest();
       assert.equal((await store.read(k))?.token, 'tok-1');
       assert.deepEqual(api.requests.slice(-2).map((r) => r.status), [0, 200], 'the first went unanswered, the second on a new connection');
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('waits the Retry-After an overloaded API server answers with 429, on the injected clock, and sends again', async () => {
-    const api = await startKubernetesApi();
     const clock = new FakeClock();
-    const store = await open(api, { clock, operationTimeoutMs: 10_000 }); // two waits of 3 s fit
-    try {
+    await withStore({ clock, operationTimeoutMs: 10_000 }, async (api, store) => { // two waits of 3 s fit
       const k = newKey();
       await store.publish(k, minted('tok-1'), 0);
       api.throttleNext(2, '3');
@@ -158,17 +156,12 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       }
       assert.equal((await within(reading, 'the read'))?.token, 'tok-1');
       assert.deepEqual(api.requests.slice(seen).map((r) => r.status), [429, 429, 200]);
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('names the 429 at once when the API server asks to wait past the operation deadline, or gives no Retry-After', async () => {
-    const api = await startKubernetesApi();
     const clock = new FakeClock();
-    const store = await open(api, { clock, operationTimeoutMs: 5000 });
-    try {
+    await withStore({ clock, operationTimeoutMs: 5000 }, async (api, store) => {
       const k = newKey();
       api.throttleNext(1, '60');
       const seen = api.requests.length;
@@ -176,19 +169,14 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       assert.equal(api.requests.length, seen + 1, 'not sent again');
       api.throttleNext(1, 'soon');
       await rejectsWith(within(store.claim(k, 'me', 30_000), 'the claim'), 'claim', /get answered 429 Too Many Requests with no Retry-After in whole seconds/);
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('reads the cluster CA file again when the API server\'s certificate no longer verifies, and goes on with the new CA (a CA rotation)', async () => {
-    const api = await startKubernetesApi();
     const caFile = join(dir, `ca-${++files}.pem`);
     writeFileSync(caFile, (await testTls()).caPem);
     const captured = createCaptureLogger();
-    const store = await open(api, { caFile, logger: captured.logger });
-    try {
+    await withStore({ caFile, logger: captured.logger }, async (api, store) => {
       const k = newKey();
       await store.publish(k, minted('tok-1'), 0);
       // The rotation: kubelet updates the projected ca.crt, the API server serves a certificate of the new CA.
@@ -201,21 +189,16 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       // A certificate no CA in the file signed is still refused: the file read again holds the same CA.
       api.useCertificate(await generateTlsMaterial(['localhost', '127.0.0.1']));
       await rejectsWith(store.read(k), 'read', /could not be reached \(read on Secret .*\): (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('stops trusting the old CA once the file drops it: the file is looked at every minute, not only on a failure', async () => {
-    const api = await startKubernetesApi();
     const clock = new FakeClock();
     const caFile = join(dir, `ca-${++files}.pem`);
     const old = await testTls();
     writeFileSync(caFile, old.caPem);
     const captured = createCaptureLogger();
-    const store = await open(api, { caFile, clock, logger: captured.logger });
-    try {
+    await withStore({ caFile, clock, logger: captured.logger }, async (api, store) => {
       const k = newKey();
       await store.publish(k, minted('tok-1'), 0);
       // A rotation in steps: the file holds both CAs, the server moves to the new one, the file drops the old one.
@@ -230,16 +213,11 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       // A server presenting a certificate of the dropped CA (it was rotated out, perhaps because it leaked) is refused.
       api.useCertificate(old);
       await rejectsWith(store.read(k), 'read', /could not be reached .*: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|SELF_SIGNED_CERT_IN_CHAIN|UNABLE_TO_GET_ISSUER_CERT_LOCALLY)/);
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('keeps the record as base64 JSON in data key <key> and the claim in <key>.claim', async () => {
-    const api = await startKubernetesApi();
-    const store = await open(api);
-    try {
+    await withStore({}, async (api, store) => {
       const k = newKey();
       await store.publish(k, minted('tok-1'), 0);
       await store.claim(k, 'pod-a', 30_000);
@@ -248,10 +226,7 @@ describe('kubernetes store: optimistic concurrency on one Secret', () => {
       assert.equal(JSON.parse(Buffer.from(data[`${k}.claim`]!, 'base64').toString()).holder, 'pod-a');
       await store.release(k, 'pod-a');
       assert.equal(api.secret()?.data?.[`${k}.claim`], undefined, 'a release removes the claim key');
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 });
 
@@ -293,14 +268,9 @@ describe('kubernetes store: the projected service-account token', () => {
   });
 
   it('names the token file and the pod setting when there is no token file', async () => {
-    const api = await startKubernetesApi();
-    const store = await open(api, { tokenFile: join(dir, 'no-such-token') });
-    try {
+    await withStore({ tokenFile: join(dir, 'no-such-token') }, async (api, store) => {
       await rejectsWith(store.read(newKey()), 'read', /read on Secret apps\/b2b-sidecar-fleet: the service-account token file .*no-such-token does not exist: is automountServiceAccountToken on/);
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('reads the token file again after the reload interval, without waiting for a 401', async () => {
@@ -487,19 +457,14 @@ describe('kubernetes store: what an operator is told', () => {
   });
 
   it('gives up a watch request that gets no answer within the operation deadline, and watches again', async () => {
-    const api = await startKubernetesApi();
     const logged = createCaptureLogger();
-    const store = await open(api, { operationTimeoutMs: 300, logger: logged.logger });
-    try {
+    await withStore({ operationTimeoutMs: 300, logger: logged.logger }, async (api, store) => {
       api.hangWatches(true);
       store.watch!(newKey(), () => undefined);
       await until(() => logged.lines().some((l) => l.level === 'warn' && /the watch of Secret apps\/b2b-sidecar-fleet failed \(the request was aborted\)/.test(String(l.message))), 'the watch\'s failure');
       api.hangWatches(false);
       await within(api.watching(1), 'a watch answered');
-    } finally {
-      await store.close();
-      await api.close();
-    }
+    });
   });
 
   it('finds the API server from KUBERNETES_SERVICE_HOST/PORT and the namespace from the service-account file; refuses to open without them', async () => {
